@@ -1,0 +1,107 @@
+"""Hypothesis building blocks shared by every spec's example strategy.
+
+Tensors are drawn element by element (so hypothesis can shrink them) in float64 on the CPU; subjects get a
+cast copy. Shapes are small on purpose: conformance needs coverage of conventions, not size.
+
+>>> from hypothesis import given
+>>> @given(tensors((2, 3), away_from=(0.0,)))
+... def test(t): assert (t.abs() >= 1e-3).all()
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import torch
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+#: Distance kept from a decision boundary (threshold, sign at 0, rounding edge) when inputs are drawn away from it.
+TIE_EPS = 1e-3
+
+
+def value_or_strategy(value: Any) -> SearchStrategy:
+    """Accept either a plain value or a strategy, as hypothesis' own ``extra.numpy`` does."""
+    return value if isinstance(value, SearchStrategy) else st.just(value)
+
+
+def hyper(fixed: Mapping[str, Any], name: str, default: SearchStrategy) -> SearchStrategy:
+    """The strategy for hyperparameter ``name``: the subject's fixed value/strategy if given, else ``default``."""
+    return value_or_strategy(fixed[name]) if name in fixed else default
+
+
+def check_fixed(fixed: Mapping[str, Any], allowed: Sequence[str], spec_id: str) -> None:
+    """Reject a subject that fixes a hyperparameter the spec does not have: a typo must not be ignored."""
+    unknown = sorted(set(fixed) - set(allowed))
+    if unknown:
+        raise ValueError(f"spec {spec_id!r} has no hyperparameter(s) {unknown}; it has {sorted(allowed)}")
+
+
+def finite_floats(min_value: float = -4.0, max_value: float = 4.0, *, away_from: Sequence[float] = (),
+                  eps: float = TIE_EPS) -> SearchStrategy[float]:
+    """Finite float64 values in ``[min_value, max_value]``, at least ``eps`` away from each of ``away_from``."""
+    base = st.floats(min_value, max_value, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    if not away_from:
+        return base
+    return base.filter(lambda v: all(abs(v - p) >= eps for p in away_from))
+
+
+def shapes(*, min_dims: int = 1, max_dims: int = 3, min_side: int = 1, max_side: int = 4) -> SearchStrategy[tuple]:
+    """Small tensor shapes."""
+    return st.lists(st.integers(min_side, max_side), min_size=min_dims, max_size=max_dims).map(tuple)
+
+
+@st.composite
+def tensors(draw, shape: Sequence[int] | SearchStrategy, *, min_value: float = -4.0, max_value: float = 4.0,
+            away_from: Sequence[float] = (), eps: float = TIE_EPS, never_all_zero: bool = True) -> torch.Tensor:
+    """A float64 CPU tensor of ``shape`` with elements from :func:`finite_floats`; never all zeros by default
+    (an all-zero input hides scaling, sign and reset bugs)."""
+    shape = tuple(draw(value_or_strategy(shape)))
+    numel = 1
+    for side in shape:
+        numel *= side
+    elements = finite_floats(min_value, max_value, away_from=away_from, eps=eps)
+    values = draw(st.lists(elements, min_size=numel, max_size=numel))
+    if never_all_zero and numel and all(v == 0.0 for v in values):
+        values[0] = max_value if max_value != 0 else min_value
+    return torch.tensor(values, dtype=torch.float64).reshape(shape)
+
+
+@st.composite
+def signs(draw, shape: Sequence[int] | SearchStrategy) -> torch.Tensor:
+    """A float64 tensor of -1.0/+1.0 values."""
+    shape = tuple(draw(value_or_strategy(shape)))
+    numel = 1
+    for side in shape:
+        numel *= side
+    bits = draw(st.lists(st.booleans(), min_size=numel, max_size=numel))
+    return (torch.tensor(bits, dtype=torch.float64) * 2 - 1).reshape(shape)
+
+
+def positive(min_value: float = 0.05, max_value: float = 4.0) -> SearchStrategy[float]:
+    return st.floats(min_value, max_value, allow_nan=False, allow_infinity=False)
+
+
+def unit_interval(min_value: float = 0.05, max_value: float = 0.95) -> SearchStrategy[float]:
+    """Decay factors such as beta, strictly inside (0, 1) by default."""
+    return st.floats(min_value, max_value, allow_nan=False, allow_infinity=False)
+
+
+def time_steps(min_value: int = 1, max_value: int = 6) -> SearchStrategy[int]:
+    return st.integers(min_value, max_value)
+
+
+@st.composite
+def conv2d_configs(draw, *, max_channels: int = 3, max_side: int = 6, max_kernel: int = 3) -> dict:
+    """A valid conv2d configuration (the output has at least one pixel)."""
+    groups = draw(st.sampled_from([1, 1, 2]))
+    in_channels = groups * draw(st.integers(1, max_channels))
+    out_channels = groups * draw(st.integers(1, max_channels))
+    kernel = draw(st.integers(1, max_kernel))
+    stride = draw(st.integers(1, 2))
+    padding = draw(st.integers(0, 1))
+    dilation = draw(st.integers(1, 2))
+    reach = dilation * (kernel - 1) + 1
+    side = draw(st.integers(max(1, reach - 2 * padding), max(max_side, reach)))
+    return dict(in_channels=in_channels, out_channels=out_channels, kernel_size=kernel, stride=stride,
+                padding=padding, dilation=dilation, groups=groups, height=side, width=side)

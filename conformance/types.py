@@ -1,0 +1,145 @@
+"""The few records the framework is built from. All frozen: a declaration never changes after import.
+
+Spec      what an op or neuron must compute (a pure function in ``reference/``) and how to draw inputs.
+Example   one drawn input: the tensor ``x``, the learnable tensors ``params`` and the plain ``hyper``.
+Subject   one implementation under test: a factory that builds a fresh ``nn.Module`` for an Example.
+Known     one known failure: which cells it covers, why, and the evidence.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, NamedTuple
+
+import torch
+
+
+class Example(NamedTuple):
+    """One input to a spec, drawn in float64 on the CPU.
+
+    ``x`` is the data input, ``params`` are the tensors a module would hold as parameters (their gradients
+    are part of the spec), ``hyper`` are plain Python values (floats, ints, strings, bools).
+    The spec is called as ``spec.fn(x, **params, **hyper)``.
+    """
+
+    x: torch.Tensor
+    params: Mapping[str, torch.Tensor]
+    hyper: Mapping[str, Any]
+
+    def describe(self) -> str:
+        """A short, human-readable summary used in reports and reproduce notes."""
+
+        def tensor(t: torch.Tensor) -> str:
+            values = t.detach().flatten()[:6].tolist()
+            more = ", ..." if t.numel() > 6 else ""
+            shown = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in values)
+            return f"tensor(shape={tuple(t.shape)}, [{shown}{more}])"
+
+        parts = [f"x={tensor(self.x)}"]
+        parts += [f"{k}={tensor(v)}" for k, v in self.params.items()]
+        parts += [f"{k}={v!r}" for k, v in self.hyper.items()]
+        return "Example(" + ", ".join(parts) + ")"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """The definition of one op or neuron.
+
+    id:            stable name, e.g. ``"sign.clipped_ste"``, ``"neuron.leaky"``.
+    fn:            the reference, ``fn(x, **params, **hyper) -> Tensor``; autograd through it is the gradient spec.
+    examples:      ``examples(**fixed) -> SearchStrategy[Example]``; a keyword fixes a hyperparameter (a value
+                   or a strategy), so a subject that supports only some conventions draws only those.
+    margin:        optional ``margin(example) -> Tensor`` shaped like the output: the signed distance of the
+                   quantity that decides each discrete output element to its decision boundary (membrane minus
+                   threshold for spikes, the input for sign). Used for tie-aware comparison.
+    time_dim:      for sequence models, the time axis of x and output (a flip at step t may change later steps).
+    batch_dim:     the axis that vmap and per-sample gradients map over.
+    output_dtype:  ``None`` when the output dtype follows the input's, else the fixed output dtype.
+    differentiable: False when the spec has no gradient (e.g. bit packing).
+    """
+
+    id: str
+    fn: Callable[..., torch.Tensor]
+    examples: Callable[..., Any]
+    margin: Callable[[Example], torch.Tensor] | None = None
+    time_dim: int | None = None
+    batch_dim: int = 0
+    output_dtype: torch.dtype | None = None
+    differentiable: bool = True
+    doc: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.id.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class Known:
+    """A known failure: data, not code. Patterns are ``fnmatch`` globs over the cell coordinates.
+
+    Strict: a cell it covers that passes is reported ``xpass`` and fails the run; an entry that covers no
+    collected cell is an error. ``cause`` (when given) must equal the classified cause of the failure,
+    otherwise the failure is reported as a new one.
+    """
+
+    transform: str
+    check: str = "*"
+    reason: str = ""
+    link: str = ""
+    cause: str | None = None
+    device: str = "*"
+    dtype: str = "*"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One implementation under test.
+
+    id:        stable matrix row name, ``<library>.<Layer>[<variant>]``.
+    spec:      the id of the Spec it claims to implement.
+    build:     ``build(example) -> nn.Module``: a fresh module configured from ``example.hyper`` whose
+               parameters hold ``example.params`` (cast to float32 on the CPU); its ``forward(x)`` returns
+               the spec's output. The adapter that maps a library's conventions onto the spec lives here.
+    fixed:     hyperparameters this subject supports only one way (value or strategy), passed to
+               ``spec.examples``.
+    param_map: spec parameter name -> dotted name of the module's parameter holding it.
+    library:   the distribution under test (``"reference"`` for the specs).
+    requires:  importable modules needed to build it; when one is missing the cells are ``skip``.
+    devices / dtypes: where it claims to work.
+    known:     known failures.
+    not_applicable: ``{transform or check: reason}`` for cells that are inapplicable by design.
+    """
+
+    id: str
+    spec: str
+    build: Callable[[Example], torch.nn.Module]
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    param_map: Mapping[str, str] = field(default_factory=dict)
+    library: str = "reference"
+    requires: tuple[str, ...] = ()
+    devices: frozenset[str] = frozenset({"cpu", "cuda"})
+    dtypes: frozenset[str] = frozenset({"float32", "float64", "bfloat16"})
+    known: tuple[Known, ...] = ()
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
+
+    def replace(self, **changes: Any) -> "Subject":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One coordinate of the matrix. ``id`` is what pytest, the records, the report and the expectations key on."""
+
+    subject: str
+    transform: str
+    check: str
+    device: str = "cpu"
+    dtype: str = "float32"
+
+    @property
+    def id(self) -> str:
+        return f"{self.subject}|{self.transform}|{self.check}|{self.device}|{self.dtype}"
+
+
+OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip", "crash", "timeout")
