@@ -1,0 +1,157 @@
+"""The taxonomy of failure causes: a named class of failure instead of a raw traceback.
+
+A check that detects a property violation raises :class:`CheckFailed` with its cause. Anything else a cell
+raises (a library error inside a transform) is classified by :func:`classify` from its type and message; the
+raw message always stays attached to the record.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: cause -> one-line explanation shown in the report legend.
+CAUSES: dict[str, str] = {
+    "forward-mismatch": "output differs from the spec beyond tolerance",
+    "grad-mismatch": "a gradient (input or parameter) differs from the spec's formula beyond tolerance",
+    "transform-changed-forward": "the transformed module's output differs from the eager module's",
+    "transform-changed-grad": "the transformed module's gradients differ from the eager module's",
+    "dtype-mismatch": "output dtype differs from the declared one",
+    "nondeterministic": "the same input and reset state gave different outputs",
+    "copy-shares-state": "a copy shares tensors with the original (mutating one changes the other)",
+    "state-leak": "a transform left foreign tensors (batched, tracer, fake, functional) or changed values in the module",
+    "state-advanced-twice": "recomputation (checkpoint) advanced the module's state a second time",
+    "hook-capture-mutated": "a tensor captured by a forward hook was overwritten in place later in the forward",
+    "hook-graph-cut": "a tensor captured by a forward hook is cut from the autograd graph",
+    "inplace-modified-saved-tensor": "an in-place op downstream modified a tensor autograd saved for backward",
+    "graph-break": "torch.compile broke the graph (fullgraph=True fails)",
+    "recompile": "torch.compile recompiled for an input it had already seen",
+    "autograd-function-without-setup_context": "a custom autograd.Function lacks setup_context, required by torch.func",
+    "autograd-function-no-vmap-rule": "a custom autograd.Function has no vmap rule (generate_vmap_rule or vmap staticmethod)",
+    "autograd-function-no-jvp": "a custom autograd.Function defines no jvp (forward-mode AD)",
+    "data-dependent-item": "a .item()/Python bool on tensor data inside a traced or vmapped region",
+    "deepcopy-failed": "copy.deepcopy raised",
+    "deepcopy-getattr-recursion": "deepcopy/pickle recursed through a __getattr__ that delegates to a missing attribute",
+    "deepcopy-non-leaf": "deepcopy of a module holding non-leaf tensors (state left by a forward pass)",
+    "pickle-failed": "pickle raised (closures, lambdas, local classes or unpicklable state)",
+    "state-dict-mismatch": "load_state_dict into a fresh instance failed or did not restore the outputs",
+    "functional-call-failed": "torch.func.functional_call raised",
+    "vmap-unsupported": "torch.func.vmap raised",
+    "jvp-unsupported": "forward-mode AD raised",
+    "per-sample-grad-failed": "per-sample gradients raised",
+    "opacus-failed": "Opacus GradSampleModule raised",
+    "jit-unsupported": "TorchScript could not script/trace the module",
+    "export-failed": "torch.export raised",
+    "compile-failed": "torch.compile raised (not a graph break)",
+    "cuda-failed": "moving to or running on CUDA raised",
+    "dtype-unsupported": "running in the dtype raised",
+    "build-failed": "the subject could not be built for a drawn example",
+    "forward-raised": "the forward pass raised",
+    "backward-raised": "the backward pass raised",
+    "timeout": "the cell ran past its time limit",
+    "crash": "the worker process died while running the cell",
+    "harness-error": "a bug in the conformance framework itself (please report it), not a finding",
+    "error": "an unclassified exception",
+}
+
+
+class CheckFailed(AssertionError):
+    """A check found its property violated. Carries the cause and the numbers the report shows."""
+
+    def __init__(self, cause: str, message: str, *, max_abs_err: float | None = None,
+                 max_rel_err: float | None = None, atol: float | None = None, rtol: float | None = None):
+        if cause not in CAUSES and not cause.startswith("graph-break:"):
+            raise ValueError(f"unknown cause {cause!r}; add it to conformance.causes.CAUSES")
+        super().__init__(f"[{cause}] {message}")
+        self.cause = cause
+        self.message = message
+        self.max_abs_err = max_abs_err
+        self.max_rel_err = max_rel_err
+        self.atol = atol
+        self.rtol = rtol
+
+
+class TransformFailed(Exception):
+    """A transform raised; ``stage`` names the transform so classification has a fallback cause."""
+
+    def __init__(self, stage: str, error: BaseException):
+        super().__init__(f"{stage}: {type(error).__name__}: {error}")
+        self.stage = stage
+        self.error = error
+
+
+# (pattern over "ExceptionType: message", cause), first match wins.
+_RULES: list[tuple[re.Pattern, str]] = [
+    (re.compile(r"must override the setup_context staticmethod"), "autograd-function-without-setup_context"),
+    (re.compile(r"vmap.*autograd\.Function|generate_vmap_rule|vmap staticmethod"), "autograd-function-no-vmap-rule"),
+    (re.compile(r"jvp.*(not implemented|must override)|forward AD.*autograd\.Function", re.I),
+     "autograd-function-no-jvp"),
+    (re.compile(r"Trying to call aten::_local_scalar_dense|item\(\)|Tensor\.item|data-dependent|"
+                r"Data dependent|GuardOnDataDependentSymNode|vmap: It looks like you're calling \.item",
+                re.I), "data-dependent-item"),
+    (re.compile(r"RecursionError.*__getattr__|KeyError: '_layer_implementation'|maximum recursion depth", re.S),
+     "deepcopy-getattr-recursion"),
+    (re.compile(r"Only Tensors created explicitly by the user .* support the deepcopy protocol"),
+     "deepcopy-non-leaf"),
+    (re.compile(r"modified by an inplace operation"), "inplace-modified-saved-tensor"),
+    (re.compile(r"Can't (pickle|get local object)|cannot pickle|PicklingError|Can't get attribute"),
+     "pickle-failed"),
+    (re.compile(r"Unsupported: |graph break|torch\._dynamo\.exc\.Unsupported", re.I), "graph-break"),
+    (re.compile(r"torch\.jit\.frontend|NotSupportedError|torch\.jit|TorchScript|Module 'SpecModule'|"
+                r"Python builtin .* is currently not supported in Torchscript|Tried to trace"),
+     "jit-unsupported"),
+]
+
+# Fallback cause by the stage that raised, when no rule matched.
+_STAGE_CAUSE = {
+    "build": "build-failed", "forward": "forward-raised", "backward": "backward-raised",
+    "deepcopy": "deepcopy-failed", "deepcopy_used": "deepcopy-failed",
+    "pickle": "pickle-failed", "pickle_used": "pickle-failed",
+    "state_dict": "state-dict-mismatch", "functional_call": "functional-call-failed",
+    "vmap": "vmap-unsupported", "grad": "functional-call-failed", "per_sample_grad": "per-sample-grad-failed",
+    "opacus_hooks": "opacus-failed", "opacus_functorch": "opacus-failed", "jvp": "jvp-unsupported",
+    "jit_script": "jit-unsupported", "jit_trace": "jit-unsupported", "export": "export-failed",
+    "cuda": "cuda-failed", "to_cuda": "cuda-failed", "float64": "dtype-unsupported", "bfloat16": "dtype-unsupported",
+}
+
+
+def classify(error: BaseException, stage: str | None = None) -> str:
+    """The cause of an exception raised inside a cell."""
+    if isinstance(error, CheckFailed):
+        return error.cause
+    if isinstance(error, TransformFailed):
+        return classify(error.error, error.stage)
+    text = _flatten(error)
+    for pattern, cause in _RULES:
+        if pattern.search(text):
+            if cause == "graph-break":
+                return "graph-break:" + _graph_break_reason(text)
+            if cause == "jit-unsupported" and stage not in (None, "jit_script", "jit_trace"):
+                continue
+            return cause
+    if stage and stage.startswith("compile"):
+        return "compile-failed"
+    return _STAGE_CAUSE.get(stage or "", "error")
+
+
+def _flatten(error: BaseException) -> str:
+    """Type and message of the exception and its causes/contexts (libraries often re-raise)."""
+    parts, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        parts.append(f"{type(error).__name__}: {error}")
+        error = error.__cause__ or error.__context__
+    return "\n".join(parts)
+
+
+def _graph_break_reason(text: str) -> str:
+    """A short, stable reason slug from dynamo's message (the full message stays in the record)."""
+    for pattern in (r"Explanation: ([^\n]+)", r"Unsupported: ([^\n]+)", r"graph break[^:]*: ([^\n]+)"):
+        found = re.search(pattern, text)
+        if found:
+            reason = found.group(1)
+            break
+    else:
+        reason = text.splitlines()[0]
+    reason = re.sub(r"0x[0-9a-f]+|\d+", "N", reason)
+    reason = re.sub(r"[^A-Za-z0-9_.()<> -]+", " ", reason).strip()
+    return reason[:80] or "unknown"

@@ -1,0 +1,269 @@
+"""Checks: plain functions, each asserting one property of a transform's Outcome for one example.
+
+``check_<property>(ctx, outcome, truth) -> int`` raises :class:`CheckFailed` with a cause and the failing
+coordinates, or returns how many output elements the tie rule excused (0 when none). ``truth`` is the spec's
+output and gradients for the example (float64, CPU). Checks never mutate their inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .causes import CheckFailed
+from .tolerance import TIE_MARGIN, Tolerance, tolerance
+from .transforms import Context, Outcome, foreign_tensor, tensor_state
+
+
+@dataclass
+class Truth:
+    """The spec's answer for one example: output, gradients for the context's cotangent, and margins."""
+
+    y: torch.Tensor
+    grads: dict[str, torch.Tensor] | None
+    margin: torch.Tensor | None
+
+
+def spec_truth(ctx: Context) -> Truth:
+    """Evaluate the spec in float64 on the CPU on the (dtype-rounded) example: the reference answer."""
+    ex = ctx.example
+    x = ex.x.detach().clone().requires_grad_(ctx.differentiable)
+    params = {k: v.detach().clone().requires_grad_(ctx.differentiable) for k, v in ex.params.items()}
+    y = ctx.spec.fn(x, **params, **ex.hyper)
+    grads = None
+    if ctx.differentiable:
+        cot = ctx.cotangent(y.to(ctx.dtype)).double().cpu()
+        inputs = [x] + list(params.values())
+        got = torch.autograd.grad((y * cot).sum(), inputs, allow_unused=True) if y.requires_grad else [None] * len(inputs)
+        grads = {name: (torch.zeros_like(t) if g is None else g)
+                 for name, t, g in zip(["x"] + list(params), inputs, got)}
+    margin = ctx.spec.margin(ex) if ctx.spec.margin is not None else None
+    return Truth(y=y.detach(), grads=grads, margin=None if margin is None else margin.detach())
+
+
+# --------------------------------------------------------------------------------------------- comparison
+
+
+def compare(actual: torch.Tensor, expected: torch.Tensor, *, tol: Tolerance, cause: str, what: str,
+            margin: torch.Tensor | None = None, tie: float = 0.0, time_dim: int | None = None,
+            batch_dim: int = 0) -> int:
+    """Assert ``actual`` is within ``tol`` of ``expected``; returns the number of elements excused as ties.
+
+    Tie rule (discrete outputs: spikes, signs, levels): a mismatching element is excused only when the spec's
+    margin there is within ``tie`` of its decision boundary. For sequences, the rest of that sample's
+    trajectory after an excused flip is excluded too (a flipped spike changes the reset and all later steps).
+    """
+    if actual.shape != expected.shape:
+        raise CheckFailed(cause, f"{what}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
+    a = actual.detach().to("cpu", torch.float64)
+    e = expected.detach().to("cpu", torch.float64)
+    both_nan = torch.isnan(a) & torch.isnan(e)
+    diff = torch.where(both_nan, torch.zeros_like(a), (a - e).abs())
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    bad = diff > tol.atol + tol.rtol * e.abs()
+    excluded = torch.zeros_like(bad)
+    if margin is not None and bad.any():
+        near = margin.detach().to("cpu", torch.float64).abs() <= tie
+        excused = bad & near
+        excluded = excused.clone()
+        if time_dim is not None and excused.any():
+            excluded |= _after_first_flip(excused, time_dim, batch_dim)
+        bad = bad & ~excluded
+    if bad.any():
+        idx = tuple(int(i) for i in torch.nonzero(bad)[0])
+        rel = (diff / e.abs().clamp_min(1e-300))[bad]
+        max_abs = float(diff[bad].max())
+        raise CheckFailed(
+            cause,
+            f"{what}: {int(bad.sum())}/{bad.numel()} elements differ beyond atol={tol.atol:g}, rtol={tol.rtol:g}; "
+            f"first at index {idx}: got {a[idx].item():.6g}, expected {e[idx].item():.6g}; max abs err {max_abs:.3g}"
+            + (f"; {int(excluded.sum())} tie elements excused" if excluded.any() else ""),
+            max_abs_err=max_abs, max_rel_err=float(rel.max()), atol=tol.atol, rtol=tol.rtol)
+    return int(excluded.sum())
+
+
+def _after_first_flip(excused: torch.Tensor, time_dim: int, batch_dim: int) -> torch.Tensor:
+    """Mask of every element of a sample at time steps strictly after its first excused flip."""
+    moved = excused.movedim((time_dim, batch_dim), (0, 1))
+    steps, batch = moved.shape[:2]
+    per_step = moved.reshape(steps, batch, -1).any(-1)  # (T, B)
+    seen = per_step.to(torch.int64).cumsum(0)
+    later = (seen - per_step.to(torch.int64)) > 0
+    shape = (steps, batch) + (1,) * (moved.dim() - 2)
+    return later.reshape(shape).expand_as(moved).movedim((0, 1), (time_dim, batch_dim))
+
+
+def _dtype_name(ctx: Context) -> str:
+    return str(ctx.dtype).replace("torch.", "")
+
+
+def _tol(ctx: Context, transform: str, check: str) -> Tolerance:
+    return tolerance(_dtype_name(ctx), transform, check)
+
+
+def _time_dim(ctx: Context) -> int | None:
+    return ctx.example.hyper.get("time_dim", ctx.spec.time_dim)
+
+
+# --------------------------------------------------------------------------------------------- checks
+
+
+def check_forward_matches_spec(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """The output equals the spec's output (tie-aware for discrete outputs)."""
+    return compare(out.y, truth.y, tol=_tol(ctx, transform, "forward_matches_spec"), cause="forward-mismatch",
+                   what="output vs spec", margin=truth.margin, tie=TIE_MARGIN[_dtype_name(ctx)],
+                   time_dim=_time_dim(ctx), batch_dim=ctx.batch_dim)
+
+
+def check_grad_matches_spec(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """The gradient of <cotangent, output> w.r.t. the input and every mapped parameter equals the spec's
+    formula (the STE/surrogate is part of the spec). An example whose forward had an excused tie flip is not
+    compared: its gradient legitimately differs."""
+    excused = check_forward_matches_spec(ctx, out, truth, transform)
+    if excused:
+        return truth.y.numel()
+    tol = _tol(ctx, transform, "grad_matches_spec")
+    for name, expected in truth.grads.items():
+        if name != "x" and name not in ctx.subject.param_map:
+            continue
+        actual = out.grads.get(name)
+        if actual is None:
+            raise CheckFailed("grad-mismatch", f"no gradient for {name!r}")
+        compare(actual.reshape(expected.shape) if actual.numel() == expected.numel() else actual, expected,
+                tol=tol, cause="grad-mismatch", what=f"d<cot, y>/d{name} vs spec")
+    return 0
+
+
+def check_preserves_forward(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """The transformed callable computes what the eager module (or the per-sample loop) computes."""
+    tol = _tol(ctx, transform, "preserves_forward")
+    compare(out.y, out.baseline.y, tol=tol, cause="transform-changed-forward", what=f"{transform} output vs eager")
+    if "second_shape" in out.info:
+        y2, expected2 = out.info["second_shape"]
+        compare(y2, expected2, tol=tol, cause="transform-changed-forward",
+                what=f"{transform} output vs eager for a second batch size")
+    return 0
+
+
+def check_preserves_grad(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """The transformed callable's gradients equal the eager module's (or the loop's)."""
+    tol = _tol(ctx, transform, "preserves_grad")
+    expected_grads = out.baseline.grads or {}
+    if not expected_grads:
+        raise CheckFailed("transform-changed-grad", "the baseline produced no gradients to compare")
+    for name, expected in expected_grads.items():
+        actual = (out.grads or {}).get(name)
+        if actual is None:
+            raise CheckFailed("transform-changed-grad", f"{transform} produced no gradient for {name!r}")
+        compare(actual, expected, tol=tol, cause="transform-changed-grad",
+                what=f"{transform} gradient d/d{name} vs eager")
+    return 0
+
+
+def check_output_dtype(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """The output dtype is the declared one (the input's unless the spec fixes it)."""
+    expected = ctx.spec.output_dtype or ctx.dtype
+    if out.y.dtype != expected:
+        raise CheckFailed("dtype-mismatch", f"output dtype {out.y.dtype} != declared {expected}")
+    return 0
+
+
+def check_deterministic(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """Calling the same module twice on the same input gives bitwise the same output (state is reset)."""
+    second = out.info["second_y"]
+    if second.shape != out.y.shape or not torch.equal(second, out.y):
+        diff = (second.double() - out.y.double()).abs().max().item() if second.shape == out.y.shape else float("nan")
+        raise CheckFailed("nondeterministic", f"second call differs from the first (max abs diff {diff:.3g}): "
+                          "hidden state carried over between calls", max_abs_err=diff)
+    return 0
+
+
+def check_copy_independent(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """The copy shares no tensor storage with the original, and mutating the copy leaves the original's
+    output unchanged."""
+    original, clone = out.info["copy_pair"]
+    orig_state, clone_state = tensor_state(original), tensor_state(clone)
+    ptrs = {}
+    for path, t in orig_state.items():
+        if t.numel() and foreign_tensor(t) is None and t.device.type != "meta":
+            ptrs.setdefault(t.untyped_storage().data_ptr(), path)
+    for path, t in clone_state.items():
+        if t.numel() and foreign_tensor(t) is None and t.untyped_storage().data_ptr() in ptrs:
+            raise CheckFailed("copy-shares-state", f"copy's {path} shares storage with original's "
+                              f"{ptrs[t.untyped_storage().data_ptr()]}")
+    x = ctx.input()
+    with torch.no_grad():
+        before = original(x).detach().clone()
+        for p in clone.parameters():
+            if p.is_floating_point():
+                p.add_(0.5)
+        after = original(x).detach()
+    if not torch.equal(before, after):
+        raise CheckFailed("copy-shares-state", "changing the copy's parameters changed the original's output")
+    return 0
+
+
+def check_no_state_leak(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """The transform left the module's own parameters, buffers, .grad and hidden state as they were: no
+    batched/tracer/fake tensors, no changed values."""
+    problems = out.info.get("leaks", [])
+    if problems:
+        raise CheckFailed("state-leak", f"{transform} left {len(problems)} problem(s) in the module: "
+                          + "; ".join(problems[:5]))
+    return 0
+
+
+def check_no_graph_breaks(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """torch._dynamo.explain finds no graph break in the module's forward."""
+    count, reasons = out.info["graph_breaks"]
+    if count:
+        from .causes import _graph_break_reason
+
+        raise CheckFailed("graph-break:" + _graph_break_reason(reasons[0] if reasons else "unknown"),
+                          f"{count} graph break(s): " + " | ".join(reasons[:3]))
+    return 0
+
+
+def check_hook_capture_intact(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """Tensors captured by forward hooks (by reference) still hold their capture-time values when the
+    subject returns: nothing inside the subject overwrote a hooked output in place."""
+    hooks = out.info["hooks"]
+    if not hooks["captured"]:
+        raise CheckFailed("hook-graph-cut", "no forward hook fired: the subject's modules were bypassed")
+    if hooks["mutated"]:
+        raise CheckFailed("hook-capture-mutated", f"captured output(s) of {sorted(set(hooks['mutated']))} were "
+                          "overwritten in place before the subject returned")
+    return 0
+
+
+def check_state_matches_eager(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
+    """After forward+backward, the module holds the same hidden state as after an eager forward+backward."""
+    twin, module = out.info["state_pair"]
+    expected, actual = tensor_state(twin), tensor_state(module)
+    for path, t in expected.items():
+        other = actual.get(path)
+        if other is None or other.shape != t.shape or not torch.allclose(other.detach().double(),
+                                                                         t.detach().double(), atol=1e-6,
+                                                                         rtol=1e-5, equal_nan=True):
+            raise CheckFailed("state-advanced-twice", f"state {path!r} after {transform} differs from eager")
+    return 0
+
+
+CHECKS: dict[str, Callable[..., int]] = {
+    "forward_matches_spec": check_forward_matches_spec,
+    "grad_matches_spec": check_grad_matches_spec,
+    "preserves_forward": check_preserves_forward,
+    "preserves_grad": check_preserves_grad,
+    "output_dtype": check_output_dtype,
+    "deterministic": check_deterministic,
+    "copy_independent": check_copy_independent,
+    "no_state_leak": check_no_state_leak,
+    "no_graph_breaks": check_no_graph_breaks,
+    "hook_capture_intact": check_hook_capture_intact,
+    "state_matches_eager": check_state_matches_eager,
+}
+
+#: checks that need a gradient; not applicable to specs without one.
+GRADIENT_CHECKS = frozenset({"grad_matches_spec", "preserves_grad"})

@@ -1,0 +1,142 @@
+"""The registries: specs, subjects, transforms, checks, and the cells they span.
+
+Declare (in ``specs_*.py`` and ``subjects/*.py``), register (here, explicitly), call (suites, report). Third-party
+packages add subjects through the ``conformance.subjects`` entry point group: each entry point names a callable
+returning an iterable of :class:`~conformance.types.Subject`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import importlib.util
+from functools import lru_cache
+from typing import Iterable, Iterator
+
+from .checks import CHECKS, GRADIENT_CHECKS
+from .transforms import TRANSFORMS, Transform
+from .types import Cell, Known, Spec, Subject
+
+ENTRY_POINT_GROUP = "conformance.subjects"
+
+#: Modules declaring subjects, each exposing ``subjects() -> Iterable[Subject]``. Importing them never imports
+#: the library under test: that happens in ``build`` so a missing library only turns its cells to ``skip``.
+SUBJECT_MODULES = (
+    "conformance.subjects.specs",
+)
+
+#: dtypes each transform runs in, by default. float32 everywhere; other dtypes where they add information.
+EXTRA_DTYPES = {"eager": ("float64", "bfloat16")}
+DEVICES = ("cpu", "cuda")
+
+
+@lru_cache(maxsize=None)
+def specs() -> dict[str, Spec]:
+    from . import specs_neuron, specs_quant
+
+    found: dict[str, Spec] = {}
+    for spec in (*specs_quant.SPECS, *specs_neuron.SPECS):
+        if spec.id in found:
+            raise ValueError(f"duplicate spec id {spec.id!r}")
+        found[spec.id] = spec
+    return found
+
+
+@lru_cache(maxsize=None)
+def subjects() -> dict[str, Subject]:
+    found: dict[str, Subject] = {}
+    for subject in _declared_subjects():
+        if subject.id in found:
+            raise ValueError(f"duplicate subject id {subject.id!r}")
+        if subject.spec not in specs():
+            raise ValueError(f"subject {subject.id!r} claims unknown spec {subject.spec!r}")
+        found[subject.id] = subject
+    return found
+
+
+def _declared_subjects() -> Iterator[Subject]:
+    for name in SUBJECT_MODULES:
+        yield from importlib.import_module(name).subjects()
+    yield from _entry_point_subjects()
+
+
+def _entry_point_subjects() -> Iterator[Subject]:
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        yield from entry.load()()
+
+
+def transforms() -> dict[str, Transform]:
+    return {t.id: t for t in TRANSFORMS}
+
+
+def missing_requirement(names: Iterable[str]) -> str | None:
+    """The first importable module among ``names`` that is not installed, or None."""
+    for name in names:
+        if importlib.util.find_spec(name.split(".")[0]) is None:
+            return name
+    return None
+
+
+def cells(subject_ids: Iterable[str] | None = None, *, devices: Iterable[str] = DEVICES,
+          transform_ids: Iterable[str] | None = None) -> list[Cell]:
+    """Every cell of the matrix for the given subjects (all registered ones by default), in a stable order."""
+    chosen = list(subject_ids) if subject_ids is not None else list(subjects())
+    wanted = set(transform_ids) if transform_ids is not None else None
+    out = []
+    for sid in chosen:
+        for transform in TRANSFORMS:
+            if wanted is not None and transform.id not in wanted:
+                continue
+            for check in transform.checks:
+                for device in devices:
+                    for dtype in ("float32",) + EXTRA_DTYPES.get(transform.id, ()):
+                        out.append(Cell(sid, transform.id, check, device, dtype))
+    return out
+
+
+def not_applicable(cell: Cell, subject: Subject, spec: Spec, transform: Transform) -> str | None:
+    """Why a cell is inapplicable by design (recorded as ``skip`` with this reason), or None."""
+    for key in (f"{cell.transform}:{cell.check}", cell.transform, cell.check):
+        if key in subject.not_applicable:
+            return subject.not_applicable[key]
+    if cell.check in GRADIENT_CHECKS and not spec.differentiable:
+        return f"spec {spec.id} defines no gradient"
+    if transform.id in ("grad", "jvp") and not spec.differentiable:
+        return f"spec {spec.id} defines no gradient"
+    if transform.needs_params and not subject.param_map:
+        return "the subject has no trainable parameters (per-sample gradients are about parameters)"
+    if cell.dtype not in subject.dtypes:
+        return f"{subject.id} does not claim {cell.dtype} support"
+    if cell.device not in subject.devices:
+        return f"{subject.id} does not claim {cell.device} support"
+    return None
+
+
+def known_failure(cell: Cell, subject: Subject) -> Known | None:
+    for entry in subject.known:
+        if (fnmatch.fnmatchcase(cell.transform, entry.transform) and fnmatch.fnmatchcase(cell.check, entry.check)
+                and fnmatch.fnmatchcase(cell.device, entry.device) and fnmatch.fnmatchcase(cell.dtype, entry.dtype)):
+            return entry
+    return None
+
+
+def unmatched_known(all_cells: Iterable[Cell]) -> list[tuple[str, Known]]:
+    """Known-failure entries that cover no cell: each is an error (stale data)."""
+    by_subject: dict[str, list[Cell]] = {}
+    for cell in all_cells:
+        by_subject.setdefault(cell.subject, []).append(cell)
+    stale = []
+    for sid, subject in subjects().items():
+        for entry in subject.known:
+            if not any(known_failure(c, subject.replace(known=(entry,))) for c in by_subject.get(sid, [])):
+                stale.append((sid, entry))
+    return stale
+
+
+def parse_cell_id(cell_id: str) -> Cell:
+    parts = cell_id.split("|")
+    if len(parts) != 5:
+        raise ValueError(f"a cell id is 'subject|transform|check|device|dtype', got {cell_id!r}")
+    return Cell(*parts)

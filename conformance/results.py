@@ -1,0 +1,236 @@
+"""Cell records in and out: one JSON object per line, one file per writer process, flushed per cell.
+
+A killed run loses nothing already written; a truncated last line is reported by the reader and skipped.
+Any number of files (workers, machines, devices, torch versions) are read together and merged.
+
+Record schema (``"schema": 1``), every key always present:
+    schema, kind ("cell"), run, cell (the stable id), subject, library, spec, transform, check, device, dtype,
+    outcome (one of types.OUTCOMES), cause (str or null), message (str), max_abs_err, max_rel_err (float or
+    null), atol, rtol (float or null), tie_excluded (int: elements excused by the tie rule), example (str or
+    null: the minimal failing example), reproduce (str), known (null or {"reason", "link", "cause"}),
+    duration_s (float), started (ISO-8601 UTC), env ({python, torch, platform, device_name, cuda, suite_sha,
+    libraries: {dist: version}, hypothesis_profile}).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+SCHEMA = 1
+REQUIRED = ("subject", "transform", "check", "device", "dtype", "outcome")
+DEFAULT_DIR = Path("reports") / "results"
+
+
+@dataclass
+class CellResult:
+    """What running one cell produced, before it is written out."""
+
+    outcome: str
+    cause: str | None = None
+    message: str = ""
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    tie_excluded: int = 0
+    example: str | None = None
+    known: dict | None = None
+    duration_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def make_record(*, run: str, cell, subject, result: CellResult, reproduce: str, env: dict) -> dict:
+    return {
+        "schema": SCHEMA,
+        "kind": "cell",
+        "run": run,
+        "cell": cell.id,
+        "subject": cell.subject,
+        "library": subject.library if subject is not None else "unknown",
+        "spec": subject.spec if subject is not None else "unknown",
+        "transform": cell.transform,
+        "check": cell.check,
+        "device": cell.device,
+        "dtype": cell.dtype,
+        "outcome": result.outcome,
+        "cause": result.cause,
+        "message": result.message[:4000],
+        "max_abs_err": _finite_or_none(result.max_abs_err),
+        "max_rel_err": _finite_or_none(result.max_rel_err),
+        "atol": result.atol,
+        "rtol": result.rtol,
+        "tie_excluded": result.tie_excluded,
+        "example": result.example,
+        "reproduce": reproduce,
+        "known": result.known,
+        "duration_s": round(result.duration_s, 4),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "env": env,
+        **({"extra": result.extra} if result.extra else {}),
+    }
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    if value != value:  # NaN is not valid JSON
+        return None
+    if value in (float("inf"), float("-inf")):
+        return 1e308 if value > 0 else -1e308
+    return value
+
+
+class RecordWriter:
+    """Appends records to one file, flushing after each so a killed process loses nothing written."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "a", encoding="utf-8", buffering=1)
+
+    def write(self, record: dict) -> None:
+        self._file.write(json.dumps(record, sort_keys=True, allow_nan=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line the reader could not use, with where it came from."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+def iter_records(paths: Iterable[Path | str], problems: list[Problem] | None = None) -> Iterator[dict]:
+    """Every valid cell record in ``paths`` (files or directories searched for ``*.jsonl``).
+
+    Malformed, truncated or foreign lines are appended to ``problems`` (with file and line) and skipped.
+    """
+    problems = problems if problems is not None else []
+    for path in _expand(paths):
+        try:
+            handle = open(path, encoding="utf-8", errors="replace")
+        except OSError as exc:
+            problems.append(Problem(str(path), 0, f"cannot read: {exc}"))
+            continue
+        with handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    problems.append(Problem(str(path), number, f"not JSON ({exc.msg}); truncated write?"))
+                    continue
+                reason = _invalid(record)
+                if reason:
+                    problems.append(Problem(str(path), number, reason))
+                    continue
+                yield record
+
+
+def _invalid(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    if record.get("kind", "cell") != "cell":
+        return f"foreign record kind {record.get('kind')!r}"
+    if record.get("schema") != SCHEMA:
+        return f"unknown schema {record.get('schema')!r} (expected {SCHEMA})"
+    missing = [k for k in REQUIRED if not isinstance(record.get(k), str)]
+    if missing:
+        return f"missing or non-string field(s) {missing}"
+    from .types import OUTCOMES
+
+    if record["outcome"] not in OUTCOMES:
+        return f"unknown outcome {record['outcome']!r}"
+    return None
+
+
+def _expand(paths: Iterable[Path | str]) -> Iterator[Path]:
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():
+            yield from sorted(path.rglob("*.jsonl"))
+        else:
+            yield path
+
+
+def cell_key(record: dict) -> str:
+    return "|".join(record[k] for k in ("subject", "transform", "check", "device", "dtype"))
+
+
+def latest_by_cell(records: Iterable[dict]) -> dict[str, dict]:
+    """One record per cell coordinate: the most recently started wins (runs merged in any order)."""
+    chosen: dict[str, dict] = {}
+    for record in records:
+        key = cell_key(record)
+        old = chosen.get(key)
+        if old is None or record.get("started", "") >= old.get("started", ""):
+            chosen[key] = record
+    return chosen
+
+
+_ENV_CACHE: dict | None = None
+LIBRARIES = ("torch", "snntorch", "spikingjelly", "norse", "sinabs", "bitorch", "brevitas", "opacus", "bdpy",
+             "hypothesis", "triton")
+
+
+def environment() -> dict:
+    """Where this process runs: recorded into every cell so merged reports keep the provenance."""
+    global _ENV_CACHE
+    if _ENV_CACHE is None:
+        import importlib.metadata as md
+
+        import torch
+
+        libraries = {}
+        for dist in LIBRARIES:
+            try:
+                libraries[dist] = md.version(dist)
+            except md.PackageNotFoundError:
+                pass
+        cuda = torch.version.cuda if torch.cuda.is_available() else None
+        _ENV_CACHE = {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "platform": f"{sys.platform}-{platform.machine()}",
+            "cpu": platform.processor() or platform.machine(),
+            "device_name": torch.cuda.get_device_name(0) if cuda else "cpu",
+            "cuda": cuda,
+            "suite_sha": _git_sha(),
+            "libraries": libraries,
+            "hypothesis_profile": os.environ.get("CONFORMANCE_PROFILE", "ci"),
+        }
+    return _ENV_CACHE
+
+
+def _git_sha() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    sha = out.stdout.strip()
+    if not sha:
+        return None
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                           capture_output=True, text=True, timeout=5).stdout.strip()
+    return sha + ("-dirty" if dirty else "")

@@ -1,0 +1,247 @@
+"""Run one cell: draw examples with hypothesis, apply the transform, run the check, classify the outcome.
+
+``run_cell`` is the single entry point used by the pytest suite, the mutant tests, ``python -m
+conformance.cell`` and third-party test suites. It never raises for a finding: it returns a CellResult.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import threading
+import time
+import traceback
+from collections import OrderedDict
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from . import registry
+from .causes import CheckFailed, TransformFailed, classify
+from .checks import CHECKS, Truth, spec_truth
+from .results import CellResult
+from .transforms import DTYPES, Context, Outcome
+from .types import Cell, Example
+
+#: Hypothesis profiles: examples per cell, and fewer for compiling transforms (compilation dominates).
+PROFILES = {
+    "ci": dict(max_examples=5, compile_examples=2, derandomize=True, database=None),
+    "dev": dict(max_examples=20, compile_examples=4, derandomize=False),
+    "thorough": dict(max_examples=150, compile_examples=15, derandomize=False),
+}
+DEFAULT_TIMEOUT_S = float(os.environ.get("CONFORMANCE_CELL_TIMEOUT", "300"))
+
+
+def profile_name() -> str:
+    name = os.environ.get("CONFORMANCE_PROFILE", "ci")
+    if name not in PROFILES:
+        raise ValueError(f"CONFORMANCE_PROFILE must be one of {sorted(PROFILES)}, got {name!r}")
+    return name
+
+
+class CellTimeout(BaseException):
+    """Raised by the alarm in the cell's thread. A BaseException so hypothesis does not shrink it."""
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise CellTimeout(f"cell exceeded {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# Outcomes and spec answers are shared by the checks of one (subject, transform, device, dtype) and example:
+# each compile happens once, not once per check. Failures are cached too, as (stage, error).
+_OUTCOMES: "OrderedDict[tuple, Outcome | TransformFailed]" = OrderedDict()
+_TRUTHS: "OrderedDict[tuple, Truth]" = OrderedDict()
+_CACHE_SIZE = 64
+
+
+def example_key(example: Example) -> str:
+    digest = hashlib.sha1()
+    for t in (example.x, *example.params.values()):
+        digest.update(str(tuple(t.shape)).encode())
+        digest.update(t.detach().contiguous().numpy().tobytes())
+    digest.update(repr(sorted(example.hyper.items(), key=lambda kv: kv[0])).encode())
+    digest.update(repr(list(example.params)).encode())
+    return digest.hexdigest()
+
+
+def _remember(cache: OrderedDict, key: tuple, value) -> None:
+    cache[key] = value
+    while len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
+
+
+def round_through(example: Example, dtype: torch.dtype) -> Example:
+    """The example as a subject in ``dtype`` sees it, back in float64: the spec is judged on the same values."""
+
+    def rounded(t: torch.Tensor) -> torch.Tensor:
+        return t.to(dtype).to(torch.float64) if t.is_floating_point() else t
+
+    return Example(rounded(example.x), {k: rounded(v) for k, v in example.params.items()}, dict(example.hyper))
+
+
+def outcome_for(cell: Cell, ctx: Context, key: str) -> Outcome:
+    cache_key = (cell.subject, cell.transform, cell.device, cell.dtype, key)
+    cached = _OUTCOMES.get(cache_key)
+    if cached is None:
+        try:
+            cached = registry.transforms()[cell.transform].fn(ctx)
+        except TransformFailed as failure:
+            cached = failure
+        _remember(_OUTCOMES, cache_key, cached)
+    if isinstance(cached, TransformFailed):
+        raise TransformFailed(cached.stage, cached.error) from cached.error
+    return cached
+
+
+def truth_for(cell: Cell, ctx: Context, key: str) -> Truth:
+    cache_key = (cell.subject, cell.dtype, key)
+    if cache_key not in _TRUTHS:
+        _remember(_TRUTHS, cache_key, spec_truth(ctx))
+    return _TRUTHS[cache_key]
+
+
+def skip_reason(cell: Cell) -> str | None:
+    """Why this cell cannot run here (missing library, no CUDA, inapplicable), or None."""
+    subject = registry.subjects()[cell.subject]
+    spec = registry.specs()[subject.spec]
+    transform = registry.transforms()[cell.transform]
+    reason = registry.not_applicable(cell, subject, spec, transform)
+    if reason:
+        return f"not applicable: {reason}"
+    missing = registry.missing_requirement(subject.requires + transform.requires)
+    if missing:
+        return f"optional library {missing!r} is not installed"
+    if cell.device == "cuda" and not torch.cuda.is_available():
+        return "no CUDA device on this machine"
+    return None
+
+
+def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None = DEFAULT_TIMEOUT_S) -> CellResult:
+    """Run one cell to an outcome: pass, fail, xfail, xpass, skip or timeout (crash is the plugin's)."""
+    started = time.perf_counter()
+    subject = registry.subjects()[cell.subject]
+    reason = skip_reason(cell)
+    if reason:
+        return CellResult("skip", message=reason, duration_s=time.perf_counter() - started)
+    spec = registry.specs()[subject.spec]
+    transform = registry.transforms()[cell.transform]
+    options = PROFILES[profile or profile_name()]
+    dtype, device = DTYPES[cell.dtype], torch.device(cell.device)
+    check = CHECKS[cell.check]
+    state: dict = {"example": None, "excused": 0}
+
+    @settings(max_examples=options["compile_examples"] if transform.compiles else options["max_examples"],
+              derandomize=options["derandomize"], deadline=None, print_blob=False,
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+              **({"database": options["database"]} if "database" in options else {}))
+    @given(data=st.data())
+    def cell_property(data):
+        example = round_through(data.draw(spec.examples(**subject.fixed), label="example"), dtype)
+        state["example"] = example
+        ctx = Context(subject, spec, example, dtype, device)
+        key = example_key(example)
+        outcome = outcome_for(cell, ctx, key)
+        state["excused"] += check(ctx, outcome, truth_for(cell, ctx, key), cell.transform)
+
+    # Same examples for every check and transform of a subject: outcomes and spec answers are reused.
+    cell_property._hypothesis_internal_add_digest = f"{cell.subject}|{cell.device}|{cell.dtype}".encode()
+
+    error: BaseException | None = None
+    with _compile_settings(transform.compiles):
+        try:
+            with time_limit(timeout_s):
+                cell_property()
+        except CellTimeout as timeout:
+            return CellResult("timeout", cause="timeout", message=str(timeout), example=_describe(state),
+                              duration_s=time.perf_counter() - started)
+        except Exception as raised:  # noqa: BLE001 - every library error is a finding
+            error = _unwrap(raised)
+    result = _result(error, state, time.perf_counter() - started)
+    return _apply_known(result, registry.known_failure(cell, subject))
+
+
+@contextmanager
+def _compile_settings(compiles: bool) -> Iterator[None]:
+    """Fail loudly instead of silently running eager when dynamo's recompile limit is hit."""
+    if not compiles:
+        yield
+        return
+    import torch._dynamo.config as dynamo_config
+
+    with dynamo_config.patch(fail_on_recompile_limit_hit=True, recompile_limit=64):
+        yield
+
+
+def _unwrap(error: BaseException) -> BaseException:
+    """Hypothesis wraps flaky or multiple failures in exception groups; the first inner error is the finding."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def _describe(state: dict) -> str | None:
+    return state["example"].describe() if state["example"] is not None else None
+
+
+def _result(error: BaseException | None, state: dict, duration: float) -> CellResult:
+    if error is None:
+        return CellResult("pass", tie_excluded=state["excused"], duration_s=duration)
+    cause = "harness-error" if _raised_by_harness(error) else classify(error)
+    detail = error.message if isinstance(error, CheckFailed) else _short_trace(error)
+    numbers = {}
+    if isinstance(error, CheckFailed):
+        numbers = dict(max_abs_err=error.max_abs_err, max_rel_err=error.max_rel_err, atol=error.atol,
+                       rtol=error.rtol)
+    return CellResult("fail", cause=cause, message=detail, example=_describe(state), tie_excluded=state["excused"],
+                      duration_s=duration, **numbers)
+
+
+def _raised_by_harness(error: BaseException) -> bool:
+    """A bug in this framework (not a finding about the subject): raised from conformance/ code outside any
+    transform stage and not a check's verdict."""
+    if isinstance(error, (CheckFailed, TransformFailed)):
+        return False
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and "/conformance/" in frames[-1].filename.replace("\\", "/")
+
+
+def _short_trace(error: BaseException) -> str:
+    inner = error.error if isinstance(error, TransformFailed) else error
+    lines = traceback.format_exception(type(inner), inner, inner.__traceback__)
+    stage = f"[{error.stage}] " if isinstance(error, TransformFailed) else ""
+    text = "".join(lines[-6:])
+    return f"{stage}{type(inner).__name__}: {inner}\n{text}"[:4000]
+
+
+def _apply_known(result: CellResult, known) -> CellResult:
+    if known is None:
+        return result
+    result.known = {"reason": known.reason, "link": known.link, "cause": known.cause}
+    if result.outcome == "pass":
+        result.outcome = "xpass"
+        result.message = f"known failure no longer fails (remove the entry): {known.reason}"
+    elif result.outcome == "fail":
+        if known.cause is None or known.cause == result.cause:
+            result.outcome = "xfail"
+        else:
+            result.message = (f"known failure expected cause {known.cause!r} but got {result.cause!r}\n"
+                              + result.message)
+    return result

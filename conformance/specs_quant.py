@@ -1,0 +1,448 @@
+"""Spec declarations for binarizers, k-bit quantizers, bit packing and binary layers.
+
+Each ``examples(**fixed)`` draws float64 CPU inputs with a leading batch dim, kept away from the decisions the
+spec makes (sign at 0, clip edges, rounding edges) so that a float32/bfloat16 cast of the same example
+decides the same way. Discrete multi-level outputs are drawn by construction (an integer level plus a
+fraction at least 0.1 of a step away from any edge) rather than by filtering. Specs whose statistics span
+the whole tensor (per-tensor scales, DoReFa's max, TWN's threshold, bitorch-engine's 1/sqrt(numel) and int8
+max) draw a batch of one, so that per-sample and whole-batch semantics coincide; their ``doc`` says so.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+
+from conformance import strategies as S
+from conformance.types import Example, Spec
+from reference import binary, packing, quant
+
+_FAR = 0.02  # distance kept from nonzero decision points (bfloat16 spacing near 1 is 2^-7)
+_FRACTIONS = st.floats(0.1, 0.4) | st.floats(-0.4, -0.1)  # offsets from an integer level, away from 0 and 0.5
+
+
+def _batch(fixed):
+    return S.hyper(fixed, "batch", st.integers(1, 3))
+
+
+@st.composite
+def _maybe_zeros(draw, t: torch.Tensor) -> torch.Tensor:
+    """Put exact zeros into some elements (exact in every dtype, so sign(0) conventions are exercised)."""
+    mask = torch.tensor(draw(st.lists(st.booleans(), min_size=t.numel(), max_size=t.numel())))
+    if mask.all():
+        mask[0] = False
+    return torch.where(mask.reshape(t.shape), t, torch.zeros_like(t))
+
+
+def _draw_shape(draw, batch: int, *, max_dims: int = 2, max_side: int = 4) -> tuple:
+    return (batch,) + tuple(draw(S.shapes(min_dims=0, max_dims=max_dims, max_side=max_side)))
+
+
+def _x_margin(example: Example) -> torch.Tensor:
+    return example.x
+
+
+def _level_margin(v: torch.Tensor) -> torch.Tensor:
+    """Distance of ``v`` (in steps) to the nearest rounding edge (a half-integer)."""
+    return (0.5 - (v - torch.round(v)).abs())
+
+
+# ----------------------------------------------------------------------------------------------- sign family
+
+_SIGN_IDS = {
+    quant.sign_ste: ("quant.sign_ste", ()),
+    quant.sign_clipped_ste: ("quant.sign_clipped_ste", ("threshold", "inclusive")),
+    quant.approx_sign: ("quant.approx_sign", ()),
+    quant.swish_sign: ("quant.swish_sign", ("beta",)),
+    quant.sign_hardtanh_ste: ("quant.sign_hardtanh_ste", ()),
+}
+
+
+def _sign_examples(fn):
+    spec_id, extra = _SIGN_IDS[fn]
+
+    def examples(**fixed):
+        S.check_fixed(fixed, ("batch", "zero_value") + extra, spec_id)
+
+        @st.composite
+        def draw_example(draw):
+            hyper = {"zero_value": draw(S.hyper(fixed, "zero_value", st.sampled_from(quant.ZERO_VALUES)))}
+            edges = [0.0]
+            if "threshold" in extra:
+                hyper["threshold"] = draw(S.hyper(fixed, "threshold", st.sampled_from([None, 0.0, 0.5, 1.0, 2.0])))
+                hyper["inclusive"] = draw(S.hyper(fixed, "inclusive", st.booleans()))
+                if hyper["threshold"]:
+                    edges += [hyper["threshold"], -hyper["threshold"]]
+            if "beta" in extra:
+                hyper["beta"] = draw(S.hyper(fixed, "beta", st.sampled_from([1.0, 2.0, 5.0]) | S.positive(0.5, 10.0)))
+            if fn in (quant.approx_sign, quant.sign_hardtanh_ste):
+                edges += [1.0, -1.0]
+            shape = _draw_shape(draw, draw(_batch(fixed)))
+            x = draw(S.tensors(shape, away_from=edges, eps=_FAR))
+            return Example(draw(_maybe_zeros(x)), {}, hyper)
+
+        return draw_example()
+
+    examples.__name__ = f"examples_{fn.__name__}"
+    return examples
+
+
+# ----------------------------------------------------------------------------------------------- weights
+
+def binarize_weight_examples(**fixed):
+    S.check_fixed(fixed, ("batch", "scaling", "zero_value", "scale_gradient"), "quant.binarize_weight")
+
+    @st.composite
+    def draw_example(draw):
+        scaling = draw(S.hyper(fixed, "scaling", st.sampled_from(quant.WEIGHT_SCALINGS)))
+        batch = 1 if scaling == "tensor" and "batch" not in fixed else draw(_batch(fixed))
+        hyper = dict(scaling=scaling, zero_value=draw(S.hyper(fixed, "zero_value", st.sampled_from(quant.ZERO_VALUES))),
+                     scale_gradient=draw(S.hyper(fixed, "scale_gradient", st.booleans())))
+        x = draw(S.tensors(_draw_shape(draw, batch, max_side=3), away_from=(0.0,), eps=_FAR))
+        return Example(x, {}, hyper)
+
+    return draw_example()
+
+
+# ----------------------------------------------------------------------------------------------- k-bit
+
+def uniform_examples(**fixed):
+    names = ("batch", "scale", "zero_point", "bits", "signed", "narrow_range", "rounding", "channel_dim")
+    S.check_fixed(fixed, names, "quant.uniform")
+
+    @st.composite
+    def draw_example(draw):
+        bits = draw(S.hyper(fixed, "bits", st.integers(1, 4)))
+        signed = draw(S.hyper(fixed, "signed", st.booleans()))
+        narrow = draw(S.hyper(fixed, "narrow_range", st.booleans()))
+        qmin, qmax = quant._integer_range(bits, signed, narrow)
+        shape = _draw_shape(draw, draw(_batch(fixed)))
+        channel_dim = draw(S.hyper(fixed, "channel_dim", st.sampled_from([None] + [-d for d in range(1, len(shape))])))
+        channels = 1 if channel_dim is None else shape[channel_dim]
+        scale_s = S.hyper(fixed, "scale", st.sampled_from([0.25, 0.5, 1.0]) | S.positive(0.05, 2.0))
+        zp_s = S.hyper(fixed, "zero_point", st.just(0) | st.integers(qmin, qmax))
+        scales = [draw(scale_s) for _ in range(channels)]
+        zps = [draw(zp_s) for _ in range(channels)]
+        levels = draw(S.tensors(shape, min_value=qmin - 2, max_value=qmax + 2, never_all_zero=False)).round()
+        frac = torch.tensor(draw(st.lists(st.floats(-0.4, 0.4), min_size=levels.numel(), max_size=levels.numel())),
+                            dtype=torch.float64).reshape(shape)
+        per = (lambda v: torch.tensor(v, dtype=torch.float64)) if channel_dim is None else (
+            lambda v: torch.tensor(v, dtype=torch.float64).reshape((-1,) + (1,) * (-channel_dim - 1)))
+        s, z = per(scales[0] if channel_dim is None else scales), per(zps[0] if channel_dim is None else zps)
+        x = (levels - z + frac) * s
+        hyper = dict(scale=scales[0] if channel_dim is None else tuple(scales),
+                     zero_point=zps[0] if channel_dim is None else tuple(zps), bits=bits, signed=signed,
+                     narrow_range=narrow, rounding=draw(S.hyper(fixed, "rounding", st.sampled_from(quant.ROUNDING_MODES))),
+                     channel_dim=channel_dim)
+        return Example(x, {}, hyper)
+
+    return draw_example()
+
+
+def uniform_margin(example: Example) -> torch.Tensor:
+    h = example.hyper
+    s = quant._per_channel(example.x, "scale", h["scale"], h["channel_dim"], kind=float)
+    return _level_margin(example.x / s) * s
+
+
+def dorefa_weight_examples(**fixed):
+    S.check_fixed(fixed, ("batch", "bits", "gradient"), "quant.dorefa_weight")
+
+    @st.composite
+    def draw_example(draw):
+        bits = draw(S.hyper(fixed, "bits", st.integers(1, 3)))
+        n = 2 ** bits - 1
+        shape = _draw_shape(draw, draw(S.hyper(fixed, "batch", st.just(1))))
+        top = draw(st.floats(0.2, 0.95))
+        numel = 1
+        for side in shape:
+            numel *= side
+        levels = [draw(st.integers(0, n)) for _ in range(numel)]
+        # r = (level + frac) / n inside [0, 1]; tanh(x) = (2r - 1) * top, so round(r * n) == level.
+        r = [min(max((k + draw(st.floats(-0.4, 0.4))) / n, 0.0), 1.0) for k in levels]
+        t = (torch.tensor(r, dtype=torch.float64) * 2 - 1) * top
+        t[draw(st.integers(0, numel - 1))] = top * draw(st.sampled_from([-1.0, 1.0]))
+        x = torch.atanh(t).reshape(shape)
+        return Example(x, {}, dict(bits=bits, gradient=draw(S.hyper(fixed, "gradient",
+                                                                       st.sampled_from(quant.DOREFA_WEIGHT_GRADIENTS)))))
+
+    return draw_example()
+
+
+def dorefa_weight_margin(example: Example) -> torch.Tensor:
+    n = 2 ** example.hyper["bits"] - 1
+    t = torch.tanh(example.x)
+    return _level_margin((t / (2 * t.abs().amax()) + 0.5) * n)
+
+
+@st.composite
+def _offset_levels(draw, shape, low: int, high: int) -> torch.Tensor:
+    """Integer levels in [low, high] plus a fraction 0.1..0.4 away from the level (never on an integer or
+    half-integer edge)."""
+    numel = 1
+    for side in shape:
+        numel *= side
+    values = [draw(st.integers(low, high)) + draw(_FRACTIONS) for _ in range(numel)]
+    return torch.tensor(values, dtype=torch.float64).reshape(shape)
+
+
+def dorefa_activation_examples(**fixed):
+    S.check_fixed(fixed, ("batch", "bits", "gradient"), "quant.dorefa_activation")
+
+    @st.composite
+    def draw_example(draw):
+        bits = draw(S.hyper(fixed, "bits", st.integers(1, 3)))
+        n = 2 ** bits - 1
+        x = draw(_offset_levels(_draw_shape(draw, draw(_batch(fixed))), -1, n + 1)) / n
+        gradient = draw(S.hyper(fixed, "gradient", st.sampled_from(quant.DOREFA_ACTIVATION_GRADIENTS)))
+        return Example(x, {}, dict(bits=bits, gradient=gradient))
+
+    return draw_example()
+
+
+def dorefa_activation_margin(example: Example) -> torch.Tensor:
+    n = 2 ** example.hyper["bits"] - 1
+    x = example.x
+    return torch.minimum(_level_margin(x.clamp(0, 1) * n) / n, torch.minimum(x.abs(), (x - 1).abs()))
+
+
+def pact_examples(**fixed):
+    S.check_fixed(fixed, ("batch", "bits"), "quant.pact")
+
+    @st.composite
+    def draw_example(draw):
+        bits = draw(S.hyper(fixed, "bits", st.integers(1, 3)))
+        n = 2 ** bits - 1
+        alpha = draw(st.sampled_from([0.5, 1.0, 2.0]) | S.positive(0.5, 3.0))
+        x = draw(_offset_levels(_draw_shape(draw, draw(_batch(fixed))), -1, n + 1)) * (alpha / n)
+        return Example(x, {"alpha": torch.tensor(alpha, dtype=torch.float64)}, dict(bits=bits))
+
+    return draw_example()
+
+
+def pact_margin(example: Example) -> torch.Tensor:
+    n = 2 ** example.hyper["bits"] - 1
+    a = example.params["alpha"]
+    x = example.x
+    y = torch.minimum(x.clamp(min=0), a)
+    return torch.minimum(_level_margin(y * n / a) * a / n, torch.minimum(x.abs(), (x - a).abs()))
+
+
+def lsq_examples(**fixed):
+    S.check_fixed(fixed, ("batch", "bits", "signed", "grad_scale"), "quant.lsq")
+
+    @st.composite
+    def draw_example(draw):
+        signed = draw(S.hyper(fixed, "signed", st.booleans()))
+        bits = draw(S.hyper(fixed, "bits", st.integers(2 if signed else 1, 4)))
+        qn, qp = quant._lsq_range(bits, signed)
+        step = draw(st.sampled_from([0.25, 0.5, 1.0]) | S.positive(0.1, 2.0))
+        x = draw(_offset_levels(_draw_shape(draw, draw(_batch(fixed))), -qn - 1, qp + 1)) * step
+        grad_scale = draw(S.hyper(fixed, "grad_scale", st.sampled_from([1.0, 0.5]) | S.positive(0.01, 1.0)))
+        return Example(x, {"step": torch.tensor(step, dtype=torch.float64)},
+                       dict(bits=bits, signed=signed, grad_scale=grad_scale))
+
+    return draw_example()
+
+
+def lsq_margin(example: Example) -> torch.Tensor:
+    qn, qp = quant._lsq_range(example.hyper["bits"], example.hyper["signed"])
+    s = example.params["step"]
+    v = example.x / s
+    return torch.minimum(_level_margin(v.clamp(-qn, qp)), torch.minimum((v + qn).abs(), (v - qp).abs())) * s
+
+
+def ternary_examples(**fixed):
+    S.check_fixed(fixed, ("batch", "delta_factor"), "quant.ternary")
+
+    @st.composite
+    def draw_example(draw):
+        factor = draw(S.hyper(fixed, "delta_factor", st.sampled_from([0.7, 0.5, 1.0])))
+        shape = _draw_shape(draw, draw(S.hyper(fixed, "batch", st.just(1))), max_side=3)
+
+        def clear(t):
+            delta = quant.ternary_threshold(t, delta_factor=factor)
+            return bool(((t.abs() - delta).abs() >= 0.05 * delta + 1e-3).all())
+
+        x = draw(S.tensors(shape, away_from=(0.0,), eps=_FAR).filter(clear))
+        return Example(x, {}, dict(delta_factor=factor))
+
+    return draw_example()
+
+
+def ternary_margin(example: Example) -> torch.Tensor:
+    x = example.x
+    return x.abs() - quant.ternary_threshold(x, delta_factor=example.hyper["delta_factor"])
+
+
+# ----------------------------------------------------------------------------------------------- packing
+
+def pack_signs_examples(**fixed):
+    S.check_fixed(fixed, ("batch", "dim", "word_bits", "bit_order", "pad"), "packing.pack_signs")
+
+    @st.composite
+    def draw_example(draw):
+        word_bits = draw(S.hyper(fixed, "word_bits", st.sampled_from(packing.WORD_BITS)))
+        pad = draw(S.hyper(fixed, "pad", st.sampled_from([-1.0, 1.0])))
+        dim = draw(S.hyper(fixed, "dim", st.sampled_from([-1, -2])))
+        length = word_bits if pad is None else draw(st.integers(1, 20))
+        other = draw(st.integers(1, 2))
+        shape = (draw(_batch(fixed)), other, length) if dim == -1 else (draw(_batch(fixed)), length, other)
+        return Example(draw(S.signs(shape)), {}, dict(dim=dim, word_bits=word_bits,
+                                                       bit_order=draw(S.hyper(fixed, "bit_order", st.sampled_from(packing.BIT_ORDERS))),
+                                                       pad=pad))
+
+    return draw_example()
+
+
+def binary_matmul_examples(**fixed):
+    S.check_fixed(fixed, ("batch", "zero_value", "word_bits", "bit_order"), "packing.binary_matmul")
+
+    @st.composite
+    def draw_example(draw):
+        k = draw(st.integers(1, 12))
+        shape = (draw(_batch(fixed)),) + ((2,) if draw(st.booleans()) else ()) + (k,)
+        x = draw(S.tensors(shape, away_from=(0.0,)))
+        w = draw(S.tensors((draw(st.integers(1, 3)), k), away_from=(0.0,)))
+        hyper = dict(zero_value=draw(S.hyper(fixed, "zero_value", st.sampled_from([1.0, -1.0]))),
+                     word_bits=draw(S.hyper(fixed, "word_bits", st.sampled_from(packing.WORD_BITS))),
+                     bit_order=draw(S.hyper(fixed, "bit_order", st.sampled_from(packing.BIT_ORDERS))))
+        return Example(draw(_maybe_zeros(x)), {"w": draw(_maybe_zeros(w))}, hyper)
+
+    return draw_example()
+
+
+# ----------------------------------------------------------------------------------------------- layers
+
+_LAYER_HYPER = ("input_quant", "threshold", "zero_value", "weight_scaling")
+
+
+def _layer_hyper(draw, fixed) -> dict:
+    hyper = dict(input_quant=draw(S.hyper(fixed, "input_quant", st.sampled_from(binary.INPUT_QUANTS))),
+                 threshold=draw(S.hyper(fixed, "threshold", st.sampled_from([1.0, 0.5, 2.0, None]))),
+                 zero_value=draw(S.hyper(fixed, "zero_value", st.sampled_from(quant.ZERO_VALUES))),
+                 weight_scaling=draw(S.hyper(fixed, "weight_scaling", st.sampled_from(quant.WEIGHT_SCALINGS))))
+    return hyper
+
+
+def _input_edges(hyper) -> tuple:
+    t = hyper["threshold"]
+    return (0.0, 1.0, -1.0) + ((t, -t) if t else ())
+
+
+def binary_linear_examples(**fixed):
+    S.check_fixed(fixed, ("batch", "bias") + _LAYER_HYPER, "layer.binary_linear")
+
+    @st.composite
+    def draw_example(draw):
+        hyper = _layer_hyper(draw, fixed)
+        k, n = draw(st.integers(1, 6)), draw(st.integers(1, 4))
+        shape = (draw(_batch(fixed)),) + ((2,) if draw(st.booleans()) else ()) + (k,)
+        x = draw(S.tensors(shape, away_from=_input_edges(hyper), eps=_FAR))
+        params = {"weight": draw(S.tensors((n, k), away_from=(0.0,), eps=_FAR))}
+        if draw(S.hyper(fixed, "bias", st.booleans())):
+            params["bias"] = draw(S.tensors((n,)))
+        return Example(x, params, hyper)
+
+    return draw_example()
+
+
+def binary_conv2d_examples(**fixed):
+    names = ("batch", "bias", "stride", "padding", "dilation", "groups", "pad_value") + _LAYER_HYPER
+    S.check_fixed(fixed, names, "layer.binary_conv2d")
+
+    @st.composite
+    def draw_example(draw):
+        hyper = _layer_hyper(draw, fixed)
+        cfg = draw(S.conv2d_configs(max_channels=2, max_side=4))
+        for name in ("stride", "padding", "dilation", "groups"):
+            hyper[name] = draw(S.hyper(fixed, name, st.just(cfg[name])))
+        hyper["pad_value"] = draw(S.hyper(fixed, "pad_value", st.sampled_from(binary.PAD_VALUES)))
+        groups = hyper["groups"]
+        cin, cout = groups * max(1, cfg["in_channels"] // cfg["groups"]), groups * max(1, cfg["out_channels"] // cfg["groups"])
+        k = cfg["kernel_size"]
+        side = max(cfg["height"], hyper["dilation"] * (k - 1) + 1 - 2 * hyper["padding"], 1)
+        x = draw(S.tensors((draw(_batch(fixed)), cin, side, side), away_from=_input_edges(hyper), eps=_FAR))
+        params = {"weight": draw(S.tensors((cout, cin // groups, k, k), away_from=(0.0,), eps=_FAR))}
+        if draw(S.hyper(fixed, "bias", st.booleans())):
+            params["bias"] = draw(S.tensors((cout,)))
+        return Example(x, params, hyper)
+
+    return draw_example()
+
+
+def bie_binary_conv2d_examples(**fixed):
+    names = ("batch", "scale_w", "stride", "padding", "dilation", "quantize_grad_weight", "zero_value", "pad_value")
+    S.check_fixed(fixed, names, "layer.bie_binary_conv2d")
+
+    @st.composite
+    def draw_example(draw):
+        cfg = draw(S.conv2d_configs(max_channels=2, max_side=4))
+        hyper = {name: draw(S.hyper(fixed, name, st.just(cfg[name]))) for name in ("stride", "padding", "dilation")}
+        hyper.update(scale_w=draw(S.hyper(fixed, "scale_w", st.sampled_from([1.0, 0.5, 2.0]))),
+                     quantize_grad_weight=draw(S.hyper(fixed, "quantize_grad_weight", st.booleans())),
+                     zero_value=draw(S.hyper(fixed, "zero_value", st.sampled_from(quant.ZERO_VALUES))),
+                     pad_value=draw(S.hyper(fixed, "pad_value", st.sampled_from(binary.PAD_VALUES))))
+        cin, cout, k = cfg["in_channels"], cfg["out_channels"], cfg["kernel_size"]
+        side = max(cfg["height"], hyper["dilation"] * (k - 1) + 1 - 2 * hyper["padding"], 1)
+        scale_a = draw(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0]))
+        bias_a = torch.tensor([draw(st.sampled_from([-0.5, -0.25, 0.0, 0.25, 0.5])) for _ in range(cin)],
+                              dtype=torch.float64)
+        # Draw the shifted input away from sign's 0 and the clip edges |xs| = scale_a, then unshift.
+        xs = draw(S.tensors((draw(S.hyper(fixed, "batch", st.just(1))), cin, side, side),
+                            away_from=(0.0, scale_a, -scale_a), eps=0.05))
+        params = {"weight": draw(S.tensors((cout, cin, k, k), away_from=(0.0,), eps=_FAR)),
+                  "scale_a": torch.tensor(scale_a, dtype=torch.float64), "bias_a": bias_a}
+        return Example(xs - bias_a[:, None, None], params, hyper)
+
+    return draw_example()
+
+
+# ----------------------------------------------------------------------------------------------- declarations
+
+_PER_TENSOR = "Statistics span all of x (dim 0 included): examples draw a batch of one so per-sample == batch."
+
+SPECS = (
+    Spec(id="quant.sign_ste", fn=quant.sign_ste, examples=_sign_examples(quant.sign_ste), margin=_x_margin,
+         doc="sign with sign(0)=zero_value; identity STE. Margin: x."),
+    Spec(id="quant.sign_clipped_ste", fn=quant.sign_clipped_ste, examples=_sign_examples(quant.sign_clipped_ste),
+         margin=_x_margin, doc="sign; gradient 1[|x| <= t] (inclusive) or 1[|x| < t]; t None/0 disables. Margin: x."),
+    Spec(id="quant.approx_sign", fn=quant.approx_sign, examples=_sign_examples(quant.approx_sign), margin=_x_margin,
+         doc="sign; Bi-Real ApproxSign gradient (2 - 2|x|) on |x| <= 1. Margin: x."),
+    Spec(id="quant.swish_sign", fn=quant.swish_sign, examples=_sign_examples(quant.swish_sign), margin=_x_margin,
+         doc="sign; BNN+ SwishSign gradient with beta. Margin: x."),
+    Spec(id="quant.sign_hardtanh_ste", fn=quant.sign_hardtanh_ste, examples=_sign_examples(quant.sign_hardtanh_ste),
+         margin=_x_margin, doc="sign; hardtanh's gradient 1[-1 < x < 1] (open). Margin: x."),
+    Spec(id="quant.binarize_weight", fn=quant.binarize_weight, examples=binarize_weight_examples, margin=_x_margin,
+         doc="a * sign(w), a none / mean|w| per tensor / per output channel (dim 0). scaling='tensor' is a "
+             "statistic over dim 0: its examples draw a batch of one. Margin: x."),
+    Spec(id="quant.uniform", fn=quant.uniform_quantize, examples=uniform_examples, margin=uniform_margin,
+         doc="k-bit fake quantization, round-then-add-zero-point, STE 1 inside the integer range. "
+             "Margin: distance of x to the nearest rounding edge, in units of x."),
+    Spec(id="quant.dorefa_weight", fn=quant.dorefa_weight, examples=dorefa_weight_examples,
+         margin=dorefa_weight_margin, doc="DoReFa weights (max|tanh| over the tensor). " + _PER_TENSOR
+         + " Margin: distance of r*n to the nearest rounding edge, in steps."),
+    Spec(id="quant.dorefa_activation", fn=quant.dorefa_activation, examples=dorefa_activation_examples,
+         margin=dorefa_activation_margin, doc="DoReFa activations. Margin: distance of x to a rounding or clip edge."),
+    Spec(id="quant.pact", fn=quant.pact, examples=pact_examples, margin=pact_margin,
+         doc="PACT with learnable alpha (shape ()). Margin: distance of x to a rounding or clip edge."),
+    Spec(id="quant.lsq", fn=quant.lsq, examples=lsq_examples, margin=lsq_margin,
+         doc="LSQ with learnable step (shape ()) and explicit grad_scale. "
+             "Margin: distance of x to a rounding or clip edge, in units of x."),
+    Spec(id="quant.ternary", fn=quant.ternary, examples=ternary_examples, margin=ternary_margin,
+         doc="TWN ternary. " + _PER_TENSOR + " Margin: |x| - delta."),
+    Spec(id="packing.pack_signs", fn=packing.pack_signs, examples=pack_signs_examples, differentiable=False,
+         doc="Output dtype is int8/16/32/64 by word_bits (signed words), not the input's: compare against "
+             "the reference output's dtype."),
+    Spec(id="packing.binary_matmul", fn=packing.binary_matmul, examples=binary_matmul_examples,
+         doc="sign(x) @ sign(w).T through packing + XNOR-popcount; identity STE gradient."),
+    Spec(id="layer.binary_linear", fn=binary.binary_linear, examples=binary_linear_examples,
+         doc="Linear on binarized input and weight; STE gradients."),
+    Spec(id="layer.binary_conv2d", fn=binary.binary_conv2d, examples=binary_conv2d_examples,
+         doc="Conv2d on binarized input (padded with pad_value after binarizing) and weight; STE gradients."),
+    Spec(id="layer.bie_binary_conv2d", fn=binary.bie_binary_conv2d, examples=bie_binary_conv2d_examples,
+         doc="bitorch-engine CUTLASS binary conv, training semantics of its hand-written backward. No jvp. "
+             "1/sqrt(numel) and the int8 grad_weight max span the batch: examples draw a batch of one. "
+             "With quantize_grad_weight the int8 levels of grad_weight can differ by one between dtypes "
+             "(rounding of the float gradient) and are undefined when max(grad_weight) <= 0."),
+)

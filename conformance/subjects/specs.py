@@ -1,0 +1,82 @@
+"""The specs themselves as subjects: the row that every transform must leave green."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Mapping
+
+import torch
+from torch import nn
+
+from ..types import Example, Subject
+
+#: Cells inapplicable to every spec subject, by design.
+SPEC_NOT_APPLICABLE = {
+    "jit_script": "TorchScript compiles neither a module that calls a Python function attribute nor "
+                  "torch.autograd.Function (the specs' custom gradients); TorchScript is in maintenance mode and "
+                  "torch.export is the supported path",
+}
+
+
+class SpecModule(nn.Module):
+    """A spec function as a module: ``params`` become ``nn.Parameter``s, ``hyper`` plain attributes.
+
+    ``fn`` is a module-level function, so the module pickles and deep-copies by reference to it.
+    """
+
+    def __init__(self, fn: Callable[..., torch.Tensor], params: Mapping[str, torch.Tensor],
+                 hyper: Mapping[str, Any]):
+        super().__init__()
+        self.fn = fn
+        self.hyper = dict(hyper)
+        self.param_names = tuple(params)
+        for name, value in params.items():
+            self.register_parameter(name, nn.Parameter(value.detach().clone()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        params = {name: getattr(self, name) for name in self.param_names}
+        return self.fn(x, **params, **self.hyper)
+
+    def extra_repr(self) -> str:
+        return f"fn={getattr(self.fn, '__qualname__', self.fn)}, hyper={self.hyper}"
+
+
+def spec_subject(spec, *, prefix: str = "reference") -> Subject:
+    def build(example: Example) -> nn.Module:
+        return SpecModule(spec.fn, example.params, example.hyper)
+
+    params = _param_names(spec)
+    return Subject(
+        id=f"{prefix}.{spec.id}",
+        spec=spec.id,
+        build=build,
+        param_map={name: name for name in params},
+        library="reference",
+        not_applicable=dict(SPEC_NOT_APPLICABLE),
+    )
+
+
+def _param_names(spec) -> tuple[str, ...]:
+    """The parameter names a spec's examples carry (drawn once, from the simplest example)."""
+    return tuple(_first_example(spec).params)
+
+
+def _first_example(spec) -> Example:
+    from hypothesis import HealthCheck, given, settings
+
+    found: list[Example] = []
+
+    @settings(max_examples=1, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(spec.examples())
+    def draw(example):
+        found.append(example)
+
+    draw()
+    return found[0]
+
+
+def subjects() -> Iterator[Subject]:
+    from ..registry import specs
+
+    for spec in specs().values():
+        yield spec_subject(spec)
