@@ -12,7 +12,7 @@ from typing import Callable
 
 import torch
 
-from .causes import CheckFailed
+from .causes import CheckFailed, TransformFailed
 from .tolerance import TIE_MARGIN, Tolerance, tolerance
 from .transforms import Context, Outcome, foreign_tensor, tensor_state
 
@@ -52,11 +52,20 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, *, tol: Tolerance, cau
     """Assert ``actual`` is within ``tol`` of ``expected``; returns the number of elements excused as ties.
 
     Tie rule (discrete outputs: spikes, signs, levels): a mismatching element is excused only when the spec's
-    margin there is within ``tie`` of its decision boundary. For sequences, the rest of that sample's
+    margin there is within ``tie`` of its decision boundary but not exactly on it (exact boundary values are the
+    spec's convention, e.g. sign(0), and are judged). For sequences, the rest of that sample's
     trajectory after an excused flip is excluded too (a flipped spike changes the reset and all later steps).
     """
     if actual.shape != expected.shape:
         raise CheckFailed(cause, f"{what}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
+    if not expected.is_floating_point() and not expected.is_complex():
+        a_int, e_int = actual.detach().cpu(), expected.detach().cpu()
+        if a_int.dtype != e_int.dtype or not torch.equal(a_int, e_int):
+            bad = a_int.to(e_int.dtype) != e_int if a_int.dtype != torch.bool else a_int != e_int.bool()
+            idx = tuple(int(i) for i in torch.nonzero(bad)[0]) if bad.any() else ()
+            raise CheckFailed(cause, f"{what}: integer outputs differ ({int(bad.sum())}/{bad.numel()} elements, "
+                              f"dtype {a_int.dtype} vs {e_int.dtype}); first at index {idx}")
+        return 0
     a = actual.detach().to("cpu", torch.float64)
     e = expected.detach().to("cpu", torch.float64)
     both_nan = torch.isnan(a) & torch.isnan(e)
@@ -65,7 +74,10 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, *, tol: Tolerance, cau
     bad = diff > tol.atol + tol.rtol * e.abs()
     excluded = torch.zeros_like(bad)
     if margin is not None and bad.any():
-        near = margin.detach().to("cpu", torch.float64).abs() <= tie
+        # An input exactly on the boundary (margin 0: sign(0), mem == threshold, a .5 rounding tie) is decided by
+        # the spec's convention, not by rounding: it is judged, never excused.
+        m = margin.detach().to("cpu", torch.float64)
+        near = (m.abs() <= tie) & (m != 0)
         excused = bad & near
         excluded = excused.clone()
         if time_dim is not None and excused.any():
@@ -136,8 +148,16 @@ def check_grad_matches_spec(ctx: Context, out: Outcome, truth: Truth, transform:
     return 0
 
 
+def _raise_stored_failure(out: Outcome) -> None:
+    """A transform that records findings for other checks keeps its own failure here (e.g. fullgraph compile)."""
+    failure = out.info.get("failure")
+    if failure is not None:
+        raise TransformFailed(failure.stage, failure.error) from failure.error
+
+
 def check_preserves_forward(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
     """The transformed callable computes what the eager module (or the per-sample loop) computes."""
+    _raise_stored_failure(out)
     tol = _tol(ctx, transform, "preserves_forward")
     compare(out.y, out.baseline.y, tol=tol, cause="transform-changed-forward", what=f"{transform} output vs eager")
     if "second_shape" in out.info:
@@ -149,6 +169,7 @@ def check_preserves_forward(ctx: Context, out: Outcome, truth: Truth, transform:
 
 def check_preserves_grad(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
     """The transformed callable's gradients equal the eager module's (or the loop's)."""
+    _raise_stored_failure(out)
     tol = _tol(ctx, transform, "preserves_grad")
     expected_grads = out.baseline.grads or {}
     if not expected_grads:
@@ -164,7 +185,8 @@ def check_preserves_grad(ctx: Context, out: Outcome, truth: Truth, transform: st
 
 def check_output_dtype(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
     """The output dtype is the declared one (the input's unless the spec fixes it)."""
-    expected = ctx.spec.output_dtype or ctx.dtype
+    # Integer outputs (packed words) must carry exactly the spec's integer dtype.
+    expected = truth.y.dtype if not truth.y.is_floating_point() else (ctx.spec.output_dtype or ctx.dtype)
     if out.y.dtype != expected:
         raise CheckFailed("dtype-mismatch", f"output dtype {out.y.dtype} != declared {expected}")
     return 0
@@ -218,6 +240,8 @@ def check_no_state_leak(ctx: Context, out: Outcome, truth: Truth, transform: str
 def check_no_graph_breaks(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
     """torch._dynamo.explain finds no graph break in the module's forward."""
     count, reasons = out.info["graph_breaks"]
+    if not count:
+        _raise_stored_failure(out)  # no break, yet fullgraph compilation failed: report that
     if count:
         from .causes import _graph_break_reason
 

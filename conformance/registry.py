@@ -54,10 +54,27 @@ def subjects() -> dict[str, Subject]:
     return found
 
 
+#: Subjects registered at run time by a library's own test suite (see conformance.api.parametrize_with_checks).
+_REGISTERED: dict[str, Subject] = {}
+
+
+def register(subject: Subject) -> Subject:
+    """Add a subject outside the declared modules (a third-party test suite's own layers)."""
+    existing = subjects().get(subject.id)
+    if existing is not None and existing is not subject:
+        raise ValueError(f"a different subject with id {subject.id!r} is already registered")
+    if subject.spec not in specs():
+        raise ValueError(f"subject {subject.id!r} claims unknown spec {subject.spec!r}; known: {sorted(specs())}")
+    _REGISTERED[subject.id] = subject
+    subjects()[subject.id] = subject
+    return subject
+
+
 def _declared_subjects() -> Iterator[Subject]:
     for name in SUBJECT_MODULES:
         yield from importlib.import_module(name).subjects()
     yield from _entry_point_subjects()
+    yield from _REGISTERED.values()
 
 
 def _entry_point_subjects() -> Iterator[Subject]:

@@ -29,6 +29,8 @@ def one_of(name: str, value: Any, allowed: Iterable[Any]) -> None:
 
 
 def integer(name: str, value: Any, *, min_value: int | None = None, max_value: int | None = None) -> None:
+    if isinstance(value, torch.Tensor) and torch.jit.is_tracing():
+        return  # torch.jit.trace turns sizes into 0-dim tensors; they were validated as ints in eager
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an int, got {value!r}")
     if min_value is not None and value < min_value:

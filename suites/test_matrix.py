@@ -11,7 +11,12 @@ from conformance.runner import run_cell
 CELLS = registry.cells()
 
 
-@pytest.mark.parametrize("cell", CELLS, ids=[c.id for c in CELLS])
+# Checks of one (subject, transform) share a worker, so its compiled module and outcomes are reused
+# (run with --dist loadgroup; ./run test does).
+PARAMS = [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(f"{c.subject}|{c.transform}")) for c in CELLS]
+
+
+@pytest.mark.parametrize("cell", PARAMS)
 def test_cell(cell, record_cell, cell_watchdog):
     cell_watchdog["cell"] = cell
     record_cell(cell, run_cell(cell))

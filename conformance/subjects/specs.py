@@ -40,34 +40,44 @@ class SpecModule(nn.Module):
         return f"fn={getattr(self.fn, '__qualname__', self.fn)}, hyper={self.hyper}"
 
 
+#: Hyperparameters fixed for the spec's own row: the general case, so every parameter's gradient is judged.
+SPEC_FIXED = {
+    "layer.binary_linear": {"bias": True},
+    "layer.binary_conv2d": {"bias": True},
+}
+
+
 def spec_subject(spec, *, prefix: str = "reference") -> Subject:
+    fixed = SPEC_FIXED.get(spec.id, {})
+
     def build(example: Example) -> nn.Module:
         return SpecModule(spec.fn, example.params, example.hyper)
 
-    params = _param_names(spec)
+    params = _param_names(spec, fixed)
     return Subject(
         id=f"{prefix}.{spec.id}",
         spec=spec.id,
         build=build,
+        fixed=fixed,
         param_map={name: name for name in params},
         library="reference",
         not_applicable=dict(SPEC_NOT_APPLICABLE),
     )
 
 
-def _param_names(spec) -> tuple[str, ...]:
+def _param_names(spec, fixed) -> tuple[str, ...]:
     """The parameter names a spec's examples carry (drawn once, from the simplest example)."""
-    return tuple(_first_example(spec).params)
+    return tuple(_first_example(spec, fixed).params)
 
 
-def _first_example(spec) -> Example:
+def _first_example(spec, fixed) -> Example:
     from hypothesis import HealthCheck, given, settings
 
     found: list[Example] = []
 
     @settings(max_examples=1, database=None, derandomize=True, deadline=None,
               suppress_health_check=list(HealthCheck))
-    @given(spec.examples())
+    @given(spec.examples(**fixed))
     def draw(example):
         found.append(example)
 

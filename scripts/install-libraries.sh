@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install the libraries under test into the active environment, pinned, without torchvision/torchaudio and
+# without moving torch: spikingjelly and norse declare torchvision/torchaudio but import without them, so they
+# (and sinabs, whose samna dependency is hardware tooling) are installed --no-deps with their real
+# dependencies listed here. A library that fails to install only turns its cells to `skip`.
+set -uo pipefail
+pip_install() { python -m pip install --quiet -c constraints.txt "$@"; }
+pip_install "opacus==1.6.0" "snntorch==1.0.0" "bitorch==0.4.1" "brevitas==0.13.4" \
+  || echo "install-libraries: some of opacus/snntorch/bitorch/brevitas failed; their cells will skip" >&2
+pip_install loguru packaging scipy tqdm matplotlib h5py pbr "nir<=1.0.4" nirtorch \
+  || echo "install-libraries: dependencies of spikingjelly/norse/sinabs failed" >&2
+pip_install --no-deps "spikingjelly==2.0.0" "norse==1.1.0" "sinabs==3.1.3" \
+  || echo "install-libraries: spikingjelly/norse/sinabs failed; their cells will skip" >&2
+exit 0

@@ -1,0 +1,20 @@
+# Sourced by ./run: create .venv once, install (again only when the inputs changed), activate it.
+# torch is pinned by constraints.txt to the CPU wheel; torchvision/torchaudio are never installed.
+set -euo pipefail
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv" >&2
+  "$PYTHON" -m venv .venv
+fi
+. .venv/bin/activate
+stamp=.venv/.conformance-installed
+wanted=$(cat pyproject.toml constraints.txt scripts/setup.sh scripts/install-libraries.sh | sha1sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+  echo "setup: installing (torch pinned, see constraints.txt)" >&2
+  python -m pip install --quiet --upgrade pip >&2 || true
+  python -m pip install --quiet -c constraints.txt -e . >&2
+  bash scripts/install-libraries.sh >&2
+  echo "$wanted" > "$stamp"
+fi
+export CONFORMANCE_CACHE_DIR="${CONFORMANCE_CACHE_DIR:-$PWD/.cache}"
+export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-$CONFORMANCE_CACHE_DIR/inductor}"

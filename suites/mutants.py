@@ -1,0 +1,296 @@
+"""Mutants: deliberately broken implementations, one per way real libraries break. Each must be caught by the
+intended check with the intended cause (suites/test_mutants.py); together they cover every check.
+
+They are subjects like any other, built on the specs' own functions with one defect each, and are registered
+only by the mutant tests (never part of the published matrix).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from conformance.subjects.specs import SpecModule
+from conformance.types import Example, Subject
+from reference import neurons, packing, quant, surrogate
+
+
+class Mutant(NamedTuple):
+    subject: Subject
+    transform: str
+    check: str
+    cause: str  # the cause the check must report ("graph-break:" matches any graph-break reason)
+    defect: str
+    dtype: str = "float32"
+
+
+# ------------------------------------------------------------------------------------------------ modules
+
+
+class SignZeroWrong(nn.Module):
+    """sign(0) = -1 where the spec (zero_value=+1) says +1: torch.sign-style conventions leaking in."""
+
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=-1.0)
+
+
+class SteWithoutClipping(nn.Module):
+    """Clipped STE spec'd, plain identity STE implemented: the gradient is not cancelled for |x| > threshold."""
+
+    def __init__(self, threshold):
+        super().__init__()
+        self.threshold = threshold
+
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=1.0)
+
+
+class WrongBitOrder(nn.Module):
+    """Packs MSB-first where the spec says LSB-first."""
+
+    def __init__(self, hyper):
+        super().__init__()
+        self.hyper = dict(hyper, bit_order="msb" if hyper["bit_order"] == "lsb" else "lsb")
+
+    def forward(self, x):
+        return packing.pack_signs(x, **self.hyper)
+
+
+def reset_from_current_step(example: Example) -> nn.Module:
+    """Leaky neuron that resets from the current step's spike instead of the previous one (reset order)."""
+    return SpecModule(neurons.leaky, example.params, dict(example.hyper, reset_delay=not example.hyper["reset_delay"]))
+
+
+class WrongSurrogateSlope(nn.Module):
+    """fast_sigmoid with the slope halved: forward identical, gradient wrong."""
+
+    def __init__(self, hyper):
+        super().__init__()
+        self.hyper = dict(hyper, alpha=hyper["alpha"] * 0.5)
+
+    def forward(self, x):
+        return surrogate.fast_sigmoid(x, **self.hyper)
+
+
+class _OldStyleSign(torch.autograd.Function):
+    """A custom Function written the pre-2.0 way: forward(ctx, ...) and no setup_context (seed 000)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.where(x >= 0, torch.ones_like(x), -torch.ones_like(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class NoSetupContext(nn.Module):
+    def forward(self, x):
+        return _OldStyleSign.apply(x)
+
+
+class ItemInForward(nn.Module):
+    """Reads a tensor value into Python (``.item()``) in forward, like seed 003's ``scale_a.item()``."""
+
+    def __init__(self, weight):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones((), dtype=weight.dtype))
+
+    def forward(self, x):
+        factor = self.scale.item()
+        if factor == 0.0:  # lazy, data-dependent initialisation as in seed 003 (``if not scale_a.is_nonzero()``)
+            self.scale.data.fill_(1.0)
+        return quant.sign_ste(x, zero_value=1.0) * factor
+
+
+class _LayerContainer:
+    """bitorch's LayerContainer pattern: a plain object delegating attribute access with ``__getattr__``."""
+
+    def __init__(self, layer):
+        self._layer_implementation = layer
+
+    def __getattr__(self, item):
+        if item == "_layer_implementation":
+            return self.__dict__[item]
+        return getattr(self._layer_implementation, item)
+
+    def __call__(self, *args):
+        return self._layer_implementation(*args)
+
+
+class GetattrDelegation(nn.Module):
+    def __init__(self, hyper):
+        super().__init__()
+        self.container = _LayerContainer(SpecModule(quant.sign_ste, {}, hyper))
+
+    def forward(self, x):
+        return self.container(x)
+
+
+class ClosureAttribute(nn.Module):
+    """Stores a lambda on the module (unpicklable)."""
+
+    def __init__(self):
+        super().__init__()
+        self.quantize = lambda x: quant.sign_ste(x, zero_value=1.0)
+
+    def forward(self, x):
+        return self.quantize(x)
+
+
+class HiddenStateNotReset(SpecModule):
+    """Leaky neuron keeping its membrane between calls (no reset at the start of forward)."""
+
+    def __init__(self, example: Example):
+        super().__init__(neurons.leaky, example.params, example.hyper)
+        self.carry = None
+
+    def forward(self, x):
+        if self.carry is not None and self.carry.shape == x.shape[1:]:
+            x = torch.cat([x[:1] + self.carry, x[1:]])
+        spk = super().forward(x)
+        self.carry = x[-1].detach().clone()
+        return spk
+
+
+class StoresInput(nn.Module):
+    """Keeps the last input as hidden state, so a vmap leaves a batched tensor inside the module."""
+
+    def forward(self, x):
+        self.last_input = x
+        return quant.sign_ste(x, zero_value=1.0)
+
+
+class _Doubler(nn.Module):
+    def forward(self, x):
+        return x * 2.0
+
+
+class OverwritesHookedOutput(nn.Module):
+    """A submodule's output is modified in place afterwards (what ReLU(inplace=True) does to hooked features)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pre = _Doubler()
+
+    def forward(self, x):
+        doubled = self.pre(x)
+        doubled.mul_(0.5)
+        return quant.sign_ste(doubled, zero_value=1.0)
+
+
+class CountsCalls(SpecModule):
+    """Advances a step counter in every forward call: recomputation under checkpoint advances it twice."""
+
+    def __init__(self, example: Example):
+        super().__init__(neurons.leaky, example.params, example.hyper)
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.steps += x.shape[0]
+        return super().forward(x)
+
+
+class WrongDtype(nn.Module):
+    """Always returns float32, whatever the input dtype."""
+
+    def forward(self, x):
+        return quant.sign_ste(x.float(), zero_value=1.0)
+
+
+class ShallowCopy(nn.Module):
+    """A ``__deepcopy__`` that shares parameters with the original (the copy is not independent)."""
+
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones((), dtype=torch.float32) * 1.5)
+
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=1.0) * (self.scale / 1.5)
+
+    def __deepcopy__(self, memo):
+        clone = copy.copy(self)
+        clone._parameters = dict(self._parameters)
+        return clone
+
+
+class DataDependentBranch(nn.Module):
+    """Takes a Python branch on tensor data: jit.trace freezes the branch of the tracing input."""
+
+    def forward(self, x):
+        if bool(x.sum() > 0):
+            return quant.sign_ste(x, zero_value=1.0)
+        return quant.sign_ste(x, zero_value=1.0) * 0.5
+
+
+class InplaceOnSavedOutput(nn.Module):
+    """Returns a tensor autograd saved for backward (sigmoid's output): a downstream in-place op breaks backward."""
+
+    def forward(self, x):
+        return torch.sigmoid(x)
+
+
+# ------------------------------------------------------------------------------------------------ subjects
+
+
+def _subject(name: str, spec: str, build, *, fixed=None, param_map=None) -> Subject:
+    return Subject(id=f"mutant.{name}", spec=spec, build=build, fixed=fixed or {}, param_map=param_map or {},
+                   library="mutants")
+
+
+_SIGN = {"zero_value": 1.0}
+_LEAKY = {"reset_mechanism": "subtract", "reset_delay": True, "surrogate": "fast_sigmoid", "time_dim": 0}
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(_subject("sign_zero_wrong", "quant.sign_ste", lambda ex: SignZeroWrong(), fixed=_SIGN),
+           "eager", "forward_matches_spec", "forward-mismatch", "sign(0) = -1 instead of +1"),
+    Mutant(_subject("ste_without_clipping", "quant.sign_clipped_ste",
+                    lambda ex: SteWithoutClipping(ex.hyper["threshold"]),
+                    fixed={"zero_value": 1.0, "threshold": 0.5}),
+           "eager", "grad_matches_spec", "grad-mismatch", "identity STE where clipped STE is spec'd"),
+    Mutant(_subject("wrong_bit_order", "packing.pack_signs", lambda ex: WrongBitOrder(ex.hyper),
+                    fixed={"bit_order": "lsb"}),
+           "eager", "forward_matches_spec", "forward-mismatch", "MSB-first packing where LSB-first is spec'd"),
+    Mutant(_subject("reset_order", "neuron.leaky", reset_from_current_step, fixed=dict(_LEAKY),
+                    param_map={"beta": "beta", "threshold": "threshold"}),
+           "eager", "forward_matches_spec", "forward-mismatch", "reset from the current instead of the previous step"),
+    Mutant(_subject("wrong_surrogate_slope", "surrogate.fast_sigmoid", lambda ex: WrongSurrogateSlope(ex.hyper)),
+           "eager", "grad_matches_spec", "grad-mismatch", "surrogate slope halved"),
+    Mutant(_subject("no_setup_context", "quant.sign_ste", lambda ex: NoSetupContext(), fixed=_SIGN),
+           "grad", "preserves_grad", "autograd-function-without-setup_context",
+           "autograd.Function without setup_context under torch.func.grad"),
+    Mutant(_subject("item_in_forward", "quant.sign_ste", lambda ex: ItemInForward(ex.x), fixed=_SIGN,
+                    param_map={}),
+           "compile_aot_eager", "no_graph_breaks", "graph-break:", ".item() feeding Python control flow"),
+    Mutant(_subject("getattr_delegation", "quant.sign_ste",
+                    lambda ex: GetattrDelegation(ex.hyper), fixed=_SIGN),
+           "deepcopy", "preserves_forward", "deepcopy-getattr-recursion", "__getattr__ delegation (LayerContainer)"),
+    Mutant(_subject("closure_attribute", "quant.sign_ste", lambda ex: ClosureAttribute(), fixed=_SIGN),
+           "pickle", "preserves_forward", "pickle-failed", "a lambda stored on the module"),
+    Mutant(_subject("hidden_state_not_reset", "neuron.leaky",
+                    HiddenStateNotReset, fixed=dict(_LEAKY)),
+           "eager", "deterministic", "nondeterministic", "membrane kept between calls"),
+    Mutant(_subject("stores_input", "quant.sign_ste", lambda ex: StoresInput(), fixed=_SIGN),
+           "vmap", "no_state_leak", "state-leak", "hidden state mutated under vmap (batched tensor left behind)"),
+    Mutant(_subject("overwrites_hooked_output", "quant.sign_ste", lambda ex: OverwritesHookedOutput(), fixed=_SIGN),
+           "forward_hooks", "hook_capture_intact", "hook-capture-mutated", "a hooked submodule's output is "
+           "overwritten in place"),
+    Mutant(_subject("counts_calls", "neuron.leaky", CountsCalls, fixed=dict(_LEAKY),
+                    param_map={"beta": "beta", "threshold": "threshold"}),
+           "checkpoint", "state_matches_eager", "state-advanced-twice", "state advanced again by recomputation"),
+    Mutant(_subject("wrong_dtype", "quant.sign_ste", lambda ex: WrongDtype(), fixed=_SIGN),
+           "eager", "output_dtype", "dtype-mismatch", "always returns float32", "float64"),
+    Mutant(_subject("shallow_copy", "quant.sign_ste", lambda ex: ShallowCopy(None), fixed=_SIGN),
+           "deepcopy", "copy_independent", "copy-shares-state", "__deepcopy__ shares the parameters"),
+    Mutant(_subject("data_dependent_branch", "quant.sign_ste", lambda ex: DataDependentBranch(), fixed=_SIGN),
+           "jit_trace", "preserves_forward", "transform-changed-forward", "Python branch on tensor data, frozen by "
+           "tracing"),
+    Mutant(_subject("inplace_on_saved_output", "surrogate.sigmoid", lambda ex: InplaceOnSavedOutput()),
+           "forward_hooks", "preserves_grad", "inplace-modified-saved-tensor",
+           "returns a tensor saved for backward; the downstream in-place op breaks backward"),
+)
