@@ -21,7 +21,7 @@ from .transforms import Context, Outcome, foreign_tensor, tensor_state
 class Truth:
     """The spec's answer for one example: output, gradients for the context's cotangent, and margins."""
 
-    y: torch.Tensor
+    y: torch.Tensor | None
     grads: dict[str, torch.Tensor] | None
     margin: torch.Tensor | None
 
@@ -29,6 +29,8 @@ class Truth:
 def spec_truth(ctx: Context) -> Truth:
     """Evaluate the spec in float64 on the CPU on the (dtype-rounded) example: the reference answer."""
     ex = ctx.example
+    if ctx.spec.fn is None:
+        return Truth(y=None, grads=None, margin=None)  # an opaque model: no spec to judge against
     x = ex.x.detach().clone().requires_grad_(ctx.differentiable)
     params = {k: v.detach().clone().requires_grad_(ctx.differentiable) for k, v in ex.params.items()}
     y = ctx.spec.fn(x, **params, **ex.hyper)

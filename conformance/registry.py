@@ -19,11 +19,15 @@ from .types import Cell, Known, Spec, Subject
 
 ENTRY_POINT_GROUP = "conformance.subjects"
 
-#: Modules declaring subjects, each exposing ``subjects() -> Iterable[Subject]``. Importing them never imports
-#: the library under test: that happens in ``build`` so a missing library only turns its cells to ``skip``.
-SUBJECT_MODULES = (
-    "conformance.subjects.specs",
-)
+def subject_modules() -> list[str]:
+    """Every module of ``conformance.subjects``: each exposes ``subjects() -> Iterable[Subject]``. Importing one
+    never imports its library under test (that happens in ``build``), so a missing library only skips its cells."""
+    import pkgutil
+
+    from . import subjects as package
+
+    return [f"{package.__name__}.{info.name}" for info in sorted(pkgutil.iter_modules(package.__path__),
+                                                                   key=lambda i: (i.name != "specs", i.name))]
 
 #: dtypes each transform runs in, by default. float32 everywhere; other dtypes where they add information.
 EXTRA_DTYPES = {"eager": ("float64", "bfloat16")}
@@ -32,10 +36,10 @@ DEVICES = ("cpu", "cuda")
 
 @lru_cache(maxsize=None)
 def specs() -> dict[str, Spec]:
-    from . import specs_neuron, specs_quant
+    from . import specs_models, specs_neuron, specs_quant
 
     found: dict[str, Spec] = {}
-    for spec in (*specs_quant.SPECS, *specs_neuron.SPECS):
+    for spec in (*specs_quant.SPECS, *specs_neuron.SPECS, *specs_models.SPECS):
         if spec.id in found:
             raise ValueError(f"duplicate spec id {spec.id!r}")
         found[spec.id] = spec
@@ -71,7 +75,7 @@ def register(subject: Subject) -> Subject:
 
 
 def _declared_subjects() -> Iterator[Subject]:
-    for name in SUBJECT_MODULES:
+    for name in subject_modules():
         yield from importlib.import_module(name).subjects()
     yield from _entry_point_subjects()
     yield from _REGISTERED.values()
@@ -118,6 +122,8 @@ def not_applicable(cell: Cell, subject: Subject, spec: Spec, transform: Transfor
     for key in (f"{cell.transform}:{cell.check}", cell.transform, cell.check):
         if key in subject.not_applicable:
             return subject.not_applicable[key]
+    if spec.fn is None and cell.check in ("forward_matches_spec", "grad_matches_spec"):
+        return f"{spec.id} is an opaque model without a spec: judged by what transforms preserve"
     if cell.check in GRADIENT_CHECKS and not spec.differentiable:
         return f"spec {spec.id} defines no gradient"
     if transform.id in ("grad", "jvp") and not spec.differentiable:
@@ -145,7 +151,8 @@ def unmatched_known(all_cells: Iterable[Cell]) -> list[tuple[str, Known]]:
     for cell in all_cells:
         by_subject.setdefault(cell.subject, []).append(cell)
     stale = []
-    for sid, subject in subjects().items():
+    for sid in by_subject:
+        subject = subjects()[sid]
         for entry in subject.known:
             if not any(known_failure(c, subject.replace(known=(entry,))) for c in by_subject.get(sid, [])):
                 stale.append((sid, entry))

@@ -36,7 +36,8 @@ from .report_html import MEANING, SYMBOLS, render
 from .results import DEFAULT_DIR
 
 DEFAULT_OUT = Path("reports")
-DEFAULT_RUN = ("{python} -m pytest suites/test_matrix.py -n auto -p no:cacheprovider --results-dir {results_dir}")
+DEFAULT_RUN = ("{python} -m pytest suites/test_matrix.py -n auto --dist loadgroup -p no:cacheprovider -q "
+               "--results-dir {results_dir}")
 
 
 # ------------------------------------------------------------------------------------------------ writing

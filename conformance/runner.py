@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from . import registry
@@ -148,7 +148,11 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     check = CHECKS[cell.check]
     state: dict = {"example": None, "excused": 0}
 
+    # Compiling cells do not shrink a failure: every shrink step would compile again (minutes per cell).
+    phases = [Phase.explicit, Phase.reuse, Phase.generate] if transform.compiles else list(Phase)
+
     @settings(max_examples=options["compile_examples"] if transform.compiles else options["max_examples"],
+              phases=phases,
               derandomize=options["derandomize"], deadline=None, print_blob=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
               **({"database": options["database"]} if "database" in options else {}))

@@ -48,6 +48,7 @@ class Spec:
 
     id:            stable name, e.g. ``"sign.clipped_ste"``, ``"neuron.leaky"``.
     fn:            the reference, ``fn(x, **params, **hyper) -> Tensor``; autograd through it is the gradient spec.
+                   ``None`` for an opaque model (e.g. a library's ResNet): no spec, only the transform checks apply.
     examples:      ``examples(**fixed) -> SearchStrategy[Example]``; a keyword fixes a hyperparameter (a value
                    or a strategy), so a subject that supports only some conventions draws only those.
     margin:        optional ``margin(example) -> Tensor`` shaped like the output: the signed distance of the
@@ -60,7 +61,7 @@ class Spec:
     """
 
     id: str
-    fn: Callable[..., torch.Tensor]
+    fn: Callable[..., torch.Tensor] | None
     examples: Callable[..., Any]
     margin: Callable[[Example], torch.Tensor] | None = None
     time_dim: int | None = None

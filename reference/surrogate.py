@@ -175,10 +175,10 @@ def surrogate_grad(x: torch.Tensor, name: str, *, strict: bool = True, **params:
     return grad_fn(x, **params)
 
 
-class _SurrogateSpikeReverse(torch.autograd.Function):
-    """:class:`SurrogateSpike` without the ``jvp``: what :func:`spike` applies while ``torch.compile`` or
-    ``torch.export`` traces it, because dynamo refuses (graph break, gb0144) any ``autograd.Function`` that defines
-    a custom ``jvp``. Forward and reverse mode are identical to :class:`SurrogateSpike`."""
+class SurrogateSpike(torch.autograd.Function):
+    """``H(x)`` forward; ``surrogate_grad(x, name, **params)`` times the incoming gradient (reverse mode) or tangent
+    (forward mode, ``jvp``). Call it through :func:`spike` or the named functions; ``params`` is a tuple of
+    ``(name, float)`` pairs."""
 
     generate_vmap_rule = True
 
@@ -199,16 +199,24 @@ class _SurrogateSpikeReverse(torch.autograd.Function):
         grad = surrogate_grad(x, ctx.name, strict=ctx.strict, **dict(ctx.params))
         return grad_output * grad, None, None, None
 
-
-class SurrogateSpike(_SurrogateSpikeReverse):
-    """``H(x)`` forward; ``surrogate_grad(x, name, **params)`` times the incoming gradient (reverse mode) or tangent
-    (forward mode, ``jvp``). Call it through :func:`spike` or the named functions; ``params`` is a tuple of
-    ``(name, float)`` pairs."""
-
     @staticmethod
     def jvp(ctx, x_tangent, *_):
         (x,) = ctx.saved_tensors
         return surrogate_grad(x, ctx.name, strict=ctx.strict, **dict(ctx.params)) * x_tangent
+
+
+def _traced_spike(x: torch.Tensor, name: str, strict: bool, params: tuple) -> torch.Tensor:
+    """:class:`SurrogateSpike` in plain tensor algebra, used while ``torch.compile``/``torch.export`` trace it.
+
+    Why not the Function itself: dynamo refuses an ``autograd.Function`` that defines a custom ``jvp`` (graph
+    break gb0144), and with ``dynamic=True`` fails on two applications of one Function whose inputs share a
+    parameter ("lift_tracked_freevar_to_input should not be called on root SubgraphTracer", torch 2.11-2.13).
+    Same values: ``step + (c - c.detach())`` adds an exact zero; same first derivatives, forward and reverse:
+    ``d/dx [x * g.detach()] = g = surrogate_grad(x)``.
+    """
+    slope = surrogate_grad(x.detach(), name, strict=strict, **dict(params))
+    carrier = x * slope
+    return _step(x.detach(), strict) + (carrier - carrier.detach())
 
 
 def _check(name: str, strict: Any, params: dict[str, Any]) -> tuple:
@@ -244,8 +252,10 @@ def spike(x: torch.Tensor, *, surrogate: str = "atan", alpha: float | None = Non
         else:
             _validate.in_range("surrogate_alpha", alpha)
     _validate.floating("x", x)
-    fn = _SurrogateSpikeReverse if torch.compiler.is_compiling() else SurrogateSpike
-    return fn.apply(x, surrogate, strict, _check(surrogate, strict, params))
+    checked = _check(surrogate, strict, params)
+    if torch.compiler.is_compiling():
+        return _traced_spike(x, surrogate, strict, checked)
+    return SurrogateSpike.apply(x, surrogate, strict, checked)
 
 
 # --- the surrogates as specs ---------------------------------------------------------------------------------------

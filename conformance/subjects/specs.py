@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 from torch import nn
 
-from ..types import Example, Subject
+from ..types import Example, Known, Subject
 
 #: Cells inapplicable to every spec subject, by design.
 SPEC_NOT_APPLICABLE = {
@@ -47,6 +47,18 @@ SPEC_FIXED = {
 }
 
 
+#: Known failures of the specs themselves: numerical limits of a formula in a low precision, with the evidence.
+SPEC_KNOWN = {
+    "neuron.alpha": (
+        Known(transform="eager", check="grad_matches_spec", dtype="bfloat16", cause="grad-mismatch",
+              reason="the Alpha neuron's time constant log(a)/(log(b)-log(a)) + 1 cancels catastrophically in "
+                     "bfloat16 (8 mantissa bits), so the d/dalpha gradient of the spec run in bfloat16 is off by "
+                     "up to ~2x from float64 even though every op follows the formula",
+              link="reference/neurons.py (alpha_neuron docstring); snntorch/_neurons/alpha.py"),
+    ),
+}
+
+
 def spec_subject(spec, *, prefix: str = "reference") -> Subject:
     fixed = SPEC_FIXED.get(spec.id, {})
 
@@ -62,6 +74,7 @@ def spec_subject(spec, *, prefix: str = "reference") -> Subject:
         param_map={name: name for name in params},
         library="reference",
         not_applicable=dict(SPEC_NOT_APPLICABLE),
+        known=SPEC_KNOWN.get(spec.id, ()),
     )
 
 
@@ -89,4 +102,5 @@ def subjects() -> Iterator[Subject]:
     from ..registry import specs
 
     for spec in specs().values():
-        yield spec_subject(spec)
+        if spec.fn is not None:  # opaque models have no spec function to run
+            yield spec_subject(spec)

@@ -1,0 +1,191 @@
+"""bitorch 0.4 subjects: QActivation with each input quantization, WeightDoReFa, QLinear, QConv2d and LeNet.
+
+Adapter conventions (bitorch's, mapped onto the specs):
+- every sign in bitorch gives sign(0) = +1 (``SignFunction``), except ``SteHeaviside`` (``x > 0``: sign(0) = -1);
+- ``QActivation``'s gradient cancellation is ``|x| <= threshold`` (inclusive) and documented "disabled if
+  threshold is 0" (the default); the adapters pass the documented values, so where the code disagrees
+  (``threshold or config.gradient_cancellation_threshold`` turns 0.0 into 1.0) the cell fails against the spec;
+- ``QConv2d`` binarizes first, then pads with ``pad_value`` (default -1.0, ``pad_value or config.padding_value``),
+  so its pad value is the spec's ``pad_value``; it has no bias.
+- ``QLinear(...)`` and ``QConv2d(...)`` return bitorch's ``LayerContainer`` (a non-module that delegates with
+  ``__getattr__`` and fakes ``__class__``), as users get them: that is the object under test.
+
+bitorch is imported only inside ``build``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+from hypothesis import strategies as st
+from torch import nn
+
+from ..types import Example, Known, Subject
+
+LIBRARY = "bitorch"
+REQUIRES = ("bitorch",)
+SOURCE = "https://github.com/hpi-xnor/bitorch/blob/v0.4.1/bitorch"
+SEED_000 = "shared/seeds/000_9bd9b646f62564b0.txt"
+
+#: Positive gradient-cancellation thresholds: the ones bitorch's code honours as given.
+_THRESHOLDS = st.sampled_from([0.5, 1.0, 2.0])
+
+
+# ------------------------------------------------------------------------------------------------ adapters
+
+
+def _load(module: nn.Module, values: dict[str, torch.Tensor]) -> nn.Module:
+    """Copy the example's tensors into the module's parameters (by dotted path)."""
+    with torch.no_grad():
+        for path, value in values.items():
+            target = module.get_parameter(path)
+            target.copy_(value.to(target.dtype))
+    return module
+
+
+def _quantization(name: str, example: Example):
+    from bitorch import quantizations as q
+
+    if name == "swishsign":
+        return q.SwishSign(beta=example.hyper["beta"])
+    if name == "inputdorefa":
+        return q.InputDoReFa(bits=example.hyper["bits"])
+    return q.quantization_from_name(name)()
+
+
+def _qactivation(name: str, threshold_from_example: bool):
+    def build(example: Example) -> nn.Module:
+        from bitorch.layers import QActivation
+
+        # QActivation's documented default, 0.0, means "gradient cancellation disabled".
+        threshold = example.hyper["threshold"] if threshold_from_example else 0.0
+        return QActivation(_quantization(name, example), gradient_cancellation_threshold=threshold)
+
+    build.__name__ = f"build_qactivation_{name}"
+    return build
+
+
+def build_weight_dorefa(example: Example) -> nn.Module:
+    from bitorch.quantizations import WeightDoReFa
+
+    return WeightDoReFa(bits=example.hyper["bits"])
+
+
+def build_qlinear(example: Example) -> nn.Module:
+    from bitorch.layers import QLinear
+
+    out_features, in_features = example.params["weight"].shape
+    layer = QLinear(in_features, out_features, bias=True, input_quantization="sign", weight_quantization="sign",
+                    gradient_cancellation_threshold=example.hyper["threshold"])
+    return _load(layer, {"weight": example.params["weight"], "bias": example.params["bias"]})
+
+
+def build_qconv2d(example: Example) -> nn.Module:
+    from bitorch.layers import QConv2d
+
+    h = example.hyper
+    weight = example.params["weight"]
+    out_channels, kernel = weight.shape[0], weight.shape[-1]
+    layer = QConv2d(example.x.shape[-3], out_channels, kernel, stride=h["stride"], padding=h["padding"],
+                    dilation=h["dilation"], groups=h["groups"], bias=False, pad_value=h["pad_value"],
+                    input_quantization="sign", weight_quantization="sign",
+                    gradient_cancellation_threshold=h["threshold"])
+    return _load(layer, {"weight": weight})
+
+
+def build_lenet(example: Example) -> nn.Module:
+    from bitorch.models import LeNet
+
+    # A fixed seed: every build (the subject, its baselines, the per-sample loop) must hold the same weights.
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = LeNet(input_shape=[1, example.x.shape[1], example.x.shape[2], example.x.shape[3]], num_classes=10)
+    # Evaluation mode: BatchNorm in training mode couples the samples of a batch (no per-sample gradient exists,
+    # Opacus rejects it) and BatchNorm1d refuses a batch of one; bitorch's quantizers do not depend on the mode.
+    return model.eval()
+
+
+# ------------------------------------------------------------------------------------------------ known failures
+
+_NO_SETUP_CONTEXT = "autograd-function-without-setup_context"
+
+
+def _functorch_known(function: str, transforms: tuple[str, ...]) -> tuple[Known, ...]:
+    reason = (f"bitorch's {function} is an autograd.Function written forward(ctx, ...) without setup_context, "
+              "which torch.func (vmap/grad/jvp, Opacus' functorch path) requires")
+    return tuple(Known(transform=t, cause=_NO_SETUP_CONTEXT, reason=reason, link=SEED_000) for t in transforms)
+
+
+_FUNC_TRANSFORMS = ("vmap", "grad", "jvp")
+_DEEPCOPY_REASON = ("QLinear/QConv2d return a LayerContainer whose __getattr__ delegates every name, including "
+                    "'_layer_implementation' itself, so copy's reconstruction (hasattr(y, '__setstate__') on an "
+                    "empty instance) raises KeyError")
+
+
+def _container_known() -> tuple[Known, ...]:
+    link = f"{SOURCE}/layers/extensions/layer_container.py"
+    return (
+        Known(transform="deepcopy*", cause="deepcopy-getattr-recursion", reason=_DEEPCOPY_REASON, link=SEED_000),
+        Known(transform="pickle*", cause="deepcopy-getattr-recursion", reason="pickle's reconstruction hits the "
+              "same LayerContainer.__getattr__ on an instance without '_layer_implementation' (KeyError)", link=link),
+    )
+
+
+def _threshold_zero_known(function: str) -> Known:
+    return Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch",
+                 reason=f"QActivation documents gradient_cancellation_threshold=0 as 'disabled', but __init__ does "
+                        f"'threshold or config.gradient_cancellation_threshold', so 0.0 becomes 1.0 and the "
+                        f"{function} gradient is zeroed for |x| > 1",
+                 link=f"{SOURCE}/layers/qactivation.py")
+
+
+# ------------------------------------------------------------------------------------------------ declarations
+
+
+def _subject(name: str, spec: str, build, **fields) -> Subject:
+    return Subject(id=f"bitorch.{name}", spec=spec, build=build, library=LIBRARY, requires=REQUIRES, **fields)
+
+
+def subjects() -> Iterator[Subject]:
+    sign = {"zero_value": 1.0}
+    yield _subject("QActivation[sign]", "quant.sign_ste", _qactivation("sign", False), fixed=sign,
+                   known=(_threshold_zero_known("sign STE"), *_functorch_known("SignFunction", _FUNC_TRANSFORMS)))
+    yield _subject("QActivation[sign,cancel]", "quant.sign_clipped_ste", _qactivation("sign", True),
+                   fixed=dict(sign, threshold=_THRESHOLDS, inclusive=True),
+                   known=_functorch_known("GradientCancellation", _FUNC_TRANSFORMS))
+    yield _subject("QActivation[approxsign]", "quant.approx_sign", _qactivation("approxsign", False), fixed=sign,
+                   known=_functorch_known("GradientCancellation", _FUNC_TRANSFORMS))
+    yield _subject("QActivation[swishsign]", "quant.swish_sign", _qactivation("swishsign", False), fixed=sign,
+                   known=(_threshold_zero_known("SwishSign"),
+                          *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
+    yield _subject("QActivation[inputdorefa]", "quant.dorefa_activation", _qactivation("inputdorefa", False),
+                   fixed={"gradient": "identity"},
+                   known=(_threshold_zero_known("InputDoReFa identity-STE"),
+                          *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
+    yield _subject("QActivation[steheaviside]", "quant.sign_clipped_ste", _qactivation("steheaviside", False),
+                   fixed={"zero_value": -1.0, "threshold": 1.0, "inclusive": True},
+                   known=_functorch_known("GradientCancellation", _FUNC_TRANSFORMS))
+    yield _subject("WeightDoReFa", "quant.dorefa_weight", build_weight_dorefa, fixed={"gradient": "identity"},
+                   known=_functorch_known("WeightDoReFaFunction", _FUNC_TRANSFORMS))
+
+    layer = dict(input_quant="clipped_ste", threshold=_THRESHOLDS, zero_value=1.0, weight_scaling="none")
+    per_sample = ("vmap", "grad", "jvp", "per_sample_grad", "opacus_hooks", "opacus_functorch")
+    yield _subject("QLinear", "layer.binary_linear", build_qlinear, fixed=dict(layer, bias=True),
+                   param_map={"weight": "weight", "bias": "bias"},
+                   known=(*_container_known(), *_functorch_known("GradientCancellation", per_sample)))
+    conv = dict(layer, bias=False)
+    yield _subject("QConv2d", "layer.binary_conv2d", build_qconv2d,
+                   fixed=dict(conv, pad_value=st.sampled_from([-1.0, 1.0])), param_map={"weight": "weight"},
+                   known=(*_container_known(), *_functorch_known("GradientCancellation", per_sample)))
+    yield _subject("QConv2d[pad_value=0]", "layer.binary_conv2d", build_qconv2d,
+                   fixed=dict(conv, pad_value=0.0, padding=1), param_map={"weight": "weight"},
+                   known=(Known(transform="eager", check="*_matches_spec", cause="forward-mismatch",
+                                reason="QConv2d_NoAct does 'pad_value or config.padding_value', so an explicit "
+                                       "pad_value=0.0 pads the binarized input with -1.0",
+                                link=f"{SOURCE}/layers/qconv2d.py"),
+                          *_container_known(), *_functorch_known("GradientCancellation", per_sample)))
+    yield _subject("LeNet", "model.image_classifier", build_lenet, fixed={"batch": 2, "channels": 1, "size": 28},
+                   param_map={"conv1.weight": "_model.0.weight", "qconv.weight": "_model.4.weight",
+                              "qlinear.weight": "_model.10.weight", "fc.weight": "_model.13.weight"},
+                   known=(*_container_known(), *_functorch_known("GradientCancellation", per_sample)))

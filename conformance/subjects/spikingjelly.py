@@ -1,0 +1,141 @@
+"""spikingjelly 2.0 (``spikingjelly.activation_based``): IF, LIF and PLIF nodes, single- and multi-step, and the
+surrogate functions that map onto :mod:`reference.surrogate`.
+
+spikingjelly 2.0 has no ``backend=`` argument any more (no cupy backend): the multi-step path picks its
+implementation from the input's device and dtype (``functional.neuron.lif_multi_step`` and friends: a registered
+``torch.library`` operator with a CPU kernel for float32 and a built-in surrogate, the Python reference otherwise,
+native CUDA/Triton kernels on CUDA). The ``[m]`` rows therefore exercise the CUDA kernels in their cuda cells.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import torch
+from torch import nn
+
+from ..types import Example, Known, Subject
+
+LIBRARY = "spikingjelly"
+REQUIRES = ("spikingjelly",)
+_SRC = "https://github.com/fangwei123456/spikingjelly/blob/master/spikingjelly/activation_based"
+
+#: spec surrogate name -> (spikingjelly class name, its default alpha)
+_SURROGATES = {"sigmoid": ("Sigmoid", 4.0), "atan": ("ATan", 2.0)}
+
+
+def _surrogate(hyper: dict[str, Any]):
+    from spikingjelly.activation_based import surrogate
+
+    name, default = _SURROGATES[hyper["surrogate"]]
+    alpha = hyper["surrogate_alpha"]
+    return getattr(surrogate, name)(alpha=float(default if alpha is None else alpha))
+
+
+class NodeOverTime(nn.Module):
+    """A spikingjelly node run over ``x`` of shape ``(T, B, N)`` from its reset state.
+
+    ``step_mode="s"``: one call per time step (the adapter loops); ``"m"``: one call with the whole sequence.
+    """
+
+    def __init__(self, node: nn.Module, step_mode: str):
+        super().__init__()
+        self.node = node
+        self.step_mode = step_mode
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.node.reset()  # the node keeps v between calls; every call starts from v_reset (or 0)
+        if self.step_mode == "m":
+            return self.node(x)
+        return torch.stack([self.node(x[t]) for t in range(x.shape[0])])
+
+
+def _common(hyper: dict[str, Any], step_mode: str) -> dict[str, Any]:
+    return dict(v_threshold=float(hyper["v_threshold"]),
+                v_reset=None if hyper["v_reset"] is None else float(hyper["v_reset"]),
+                surrogate_function=_surrogate(hyper), detach_reset=bool(hyper["detach_reset"]), step_mode=step_mode)
+
+
+def _if_builder(step_mode: str):
+    def build(example: Example) -> nn.Module:
+        from spikingjelly.activation_based import neuron
+
+        return NodeOverTime(neuron.IFNode(**_common(example.hyper, step_mode)), step_mode)
+
+    return build
+
+
+def _lif_builder(step_mode: str):
+    def build(example: Example) -> nn.Module:
+        from spikingjelly.activation_based import neuron
+
+        hyper = example.hyper
+        node = neuron.LIFNode(tau=float(hyper["tau"]), decay_input=bool(hyper["decay_input"]),
+                              **_common(hyper, step_mode))
+        return NodeOverTime(node, step_mode)
+
+    return build
+
+
+def _plif_builder(step_mode: str):
+    def build(example: Example) -> nn.Module:
+        from spikingjelly.activation_based import neuron
+
+        hyper = example.hyper
+        node = neuron.ParametricLIFNode(init_tau=2.0, decay_input=bool(hyper["decay_input"]),
+                                        **_common(hyper, step_mode))
+        with torch.no_grad():
+            node.w.copy_(example.params["w"].to(node.w.dtype))
+        return NodeOverTime(node, step_mode)
+
+    return build
+
+
+class SurrogateModule(nn.Module):
+    """A spikingjelly surrogate function module applied to ``x = membrane - threshold``."""
+
+    def __init__(self, fn: nn.Module):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+
+def _surrogate_builder(class_name: str):
+    def build(example: Example) -> nn.Module:
+        from spikingjelly.activation_based import surrogate
+
+        return SurrogateModule(getattr(surrogate, class_name)(alpha=float(example.hyper["alpha"])))
+
+    return build
+
+
+# --- known failures --------------------------------------------------------------------------------------------
+
+_STATE_V = (
+    "forward+backward leaves the node's membrane ``v`` (a non-leaf tensor of the last step, stored in "
+    "MemoryModule._memories) on the module; copy.deepcopy refuses non-leaf tensors")
+
+
+def _known_stateful() -> tuple[Known, ...]:
+    return (
+        Known("deepcopy_used", "*", cause="deepcopy-non-leaf", reason=_STATE_V,
+              link=f"{_SRC}/base.py"),
+    )
+
+
+def subjects() -> Iterator[Subject]:
+    common = dict(library=LIBRARY, requires=REQUIRES)
+    for step_mode in ("s", "m"):
+        yield Subject(id=f"spikingjelly.IFNode[{step_mode}]", spec="neuron.sj_if", build=_if_builder(step_mode),
+                      known=_known_stateful(), **common)
+        yield Subject(id=f"spikingjelly.LIFNode[{step_mode}]", spec="neuron.sj_lif", build=_lif_builder(step_mode),
+                      known=_known_stateful(), **common)
+        yield Subject(id=f"spikingjelly.ParametricLIFNode[{step_mode}]", spec="neuron.sj_plif",
+                      build=_plif_builder(step_mode), param_map={"w": "node.w"}, known=_known_stateful(), **common)
+    for spec_name, class_name in (("sigmoid", "Sigmoid"), ("atan", "ATan"),
+                                  ("piecewise_quadratic", "PiecewiseQuadratic")):
+        # spikingjelly's heaviside fires at x >= 0
+        yield Subject(id=f"spikingjelly.surrogate.{class_name}", spec=f"surrogate.{spec_name}",
+                      build=_surrogate_builder(class_name), fixed={"strict": False}, **common)

@@ -1,0 +1,251 @@
+"""The framework's own guarantees: tie rule, tolerance table, cause classification, timeouts, crash and
+kill resilience of the records, expectations, known-failure strictness."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from conformance import expectations, registry
+from conformance.causes import CheckFailed, classify
+from conformance.checks import compare
+from conformance.results import CellResult, RecordWriter, iter_records, make_record
+from conformance.runner import run_cell
+from conformance.tolerance import DEFAULTS, OVERRIDES, tolerance
+from conformance.types import Cell, Example, Known, Subject
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ------------------------------------------------------------------------------------------------ tie rule
+
+
+def test_compare_excuses_a_flip_only_near_the_boundary():
+    expected = torch.tensor([[1.0, 0.0, 1.0]])
+    actual = torch.tensor([[0.0, 0.0, 1.0]])
+    tol = DEFAULTS["float32"]
+    near = torch.tensor([[1e-6, -0.5, 0.5]])
+    assert compare(actual, expected, tol=tol, cause="forward-mismatch", what="t", margin=near, tie=1e-4) == 1
+    far = torch.tensor([[0.3, -0.5, 0.5]])
+    with pytest.raises(CheckFailed) as raised:
+        compare(actual, expected, tol=tol, cause="forward-mismatch", what="t", margin=far, tie=1e-4)
+    assert raised.value.cause == "forward-mismatch"
+
+
+def test_compare_judges_values_exactly_on_the_boundary():
+    """sign(0) and mem == threshold are conventions, not rounding: a flip there is a finding."""
+    with pytest.raises(CheckFailed):
+        compare(torch.tensor([-1.0]), torch.tensor([1.0]), tol=DEFAULTS["float32"], cause="forward-mismatch",
+                what="sign(0)", margin=torch.tensor([0.0]), tie=1e-4)
+
+
+def test_compare_excludes_the_rest_of_a_trajectory_after_an_excused_flip():
+    # (T=3, B=2, N=1): sample 0 flips at t=0 near the threshold, so its t=1,2 are excluded; sample 1 must match.
+    expected = torch.zeros(3, 2, 1)
+    actual = expected.clone()
+    actual[0, 0, 0] = 1.0
+    actual[2, 0, 0] = 1.0
+    margin = torch.full((3, 2, 1), 0.5)
+    margin[0, 0, 0] = 1e-6
+    excused = compare(actual, expected, tol=DEFAULTS["float32"], cause="forward-mismatch", what="spk",
+                      margin=margin, tie=1e-4, time_dim=0, batch_dim=1)
+    assert excused == 3
+    actual[1, 1, 0] = 1.0
+    with pytest.raises(CheckFailed):
+        compare(actual, expected, tol=DEFAULTS["float32"], cause="forward-mismatch", what="spk",
+                margin=margin, tie=1e-4, time_dim=0, batch_dim=1)
+
+
+def test_integer_outputs_compare_exactly():
+    words = torch.tensor([3, 5], dtype=torch.int32)
+    assert compare(words, words.clone(), tol=DEFAULTS["float32"], cause="forward-mismatch", what="w") == 0
+    with pytest.raises(CheckFailed):
+        compare(words + 1, words, tol=DEFAULTS["float32"], cause="forward-mismatch", what="w")
+
+
+# ------------------------------------------------------------------------------------------------ tolerances
+
+
+def test_every_tolerance_override_has_a_reason_and_is_used_by_lookup():
+    for key, tol in OVERRIDES.items():
+        assert tol.reason and tol.reason != DEFAULTS["float32"].reason, key
+    assert tolerance("float64", "eager", "preserves_forward") == DEFAULTS["float64"]
+    assert tolerance("float32", "compile_inductor", "preserves_grad") is OVERRIDES[
+        ("float32", "compile_inductor", "*")]
+
+
+# ------------------------------------------------------------------------------------------------ causes
+
+
+def test_seed_messages_are_classified():
+    seed_000_vmap = RuntimeError(
+        "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), it must "
+        "override the setup_context staticmethod. For more details, please see "
+        "https://pytorch.org/docs/main/notes/extending.func.html")
+    assert classify(seed_000_vmap) == "autograd-function-without-setup_context"
+    assert classify(KeyError("_layer_implementation")) == "deepcopy-getattr-recursion"
+    nonleaf = RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                           "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+                           "because of a torch.nn.utils.weight_norm usage")
+    assert classify(nonleaf) == "deepcopy-non-leaf"
+    assert classify(ValueError("boom"), "pickle") == "pickle-failed"
+    assert classify(ValueError("boom")) == "error"
+
+
+def test_check_failed_rejects_an_unknown_cause():
+    with pytest.raises(ValueError):
+        CheckFailed("made-up-cause", "x")
+
+
+# ------------------------------------------------------------------------------------------------ runner
+
+
+class _Sleeper(torch.nn.Module):
+    def forward(self, x):
+        time.sleep(30)
+        return x
+
+
+def _register(subject: Subject) -> Subject:
+    if subject.id not in registry.subjects():
+        registry.register(subject)
+    return registry.subjects()[subject.id]
+
+
+def test_a_hanging_cell_times_out_and_is_recorded_as_timeout():
+    _register(Subject(id="framework.sleeper", spec="quant.sign_ste", build=lambda ex: _Sleeper(),
+                      fixed={"zero_value": 1.0}, library="framework"))
+    started = time.monotonic()
+    result = run_cell(Cell("framework.sleeper", "eager", "forward_matches_spec"), timeout_s=1.0)
+    assert result.outcome == "timeout" and result.cause == "timeout"
+    assert time.monotonic() - started < 15
+
+
+def test_a_missing_library_skips_with_the_reason():
+    _register(Subject(id="framework.missing_lib", spec="quant.sign_ste", build=lambda ex: None,
+                      requires=("no_such_library_xyz",), library="framework"))
+    result = run_cell(Cell("framework.missing_lib", "eager", "forward_matches_spec"))
+    assert result.outcome == "skip" and "no_such_library_xyz" in result.message
+
+
+def test_known_failures_are_strict():
+    from conformance.subjects.specs import SpecModule
+    from reference import quant
+
+    passing = _register(Subject(
+        id="framework.known_but_passing", spec="quant.sign_ste", library="framework", fixed={"zero_value": 1.0},
+        build=lambda ex: SpecModule(quant.sign_ste, {}, ex.hyper),
+        known=(Known(transform="eager", check="forward_matches_spec", reason="test"),)))
+    result = run_cell(Cell(passing.id, "eager", "forward_matches_spec"))
+    assert result.outcome == "xpass"
+    stale = registry.unmatched_known([Cell(passing.id, "eager", "output_dtype")])
+    assert any(sid == passing.id for sid, _ in stale)
+
+
+# ------------------------------------------------------------------------------------------------ records
+
+
+def test_records_survive_a_killed_writer(tmp_path):
+    """Each record is flushed when written: a process killed right after keeps every line."""
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from conformance.results import RecordWriter
+        writer = RecordWriter({str(tmp_path / 'w.jsonl')!r})
+        for i in range(3):
+            writer.write({{"schema": 1, "kind": "cell", "subject": "s", "transform": "t", "check": str(i),
+                           "device": "cpu", "dtype": "float32", "outcome": "pass"}})
+        os._exit(9)
+    """)
+    subprocess.run([sys.executable, "-c", script], check=False)
+    assert len(list(iter_records([tmp_path]))) == 3
+
+
+def test_a_dead_worker_is_recorded_as_crash(tmp_path):
+    test_file = tmp_path / "test_crashing.py"
+    test_file.write_text(textwrap.dedent("""
+        import os
+        from conformance.api import parametrize_with_checks
+        from conformance.types import Subject
+
+        def build(example):
+            os._exit(7)
+
+        CRASHER = Subject(id="framework.crasher", spec="quant.sign_ste", build=build, library="framework")
+
+        @parametrize_with_checks([CRASHER], transforms=["eager"])
+        def test_cells(cell, record_cell, cell_watchdog):
+            from conformance.api import check_cell
+            check_cell(cell, record=record_cell)
+    """))
+    results = tmp_path / "results"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CONFORMANCE_RUN_ID="crash-test")
+    subprocess.run([sys.executable, "-m", "pytest", str(test_file), "-p", "conformance.plugin", "-n", "1",
+                    "-p", "no:cacheprovider", "-q", "--results-dir", str(results), "-k", "forward_matches_spec and float32"],
+                   cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    records = list(iter_records([results]))
+    assert records and all(r["outcome"] == "crash" for r in records), records
+    assert records[0]["cell"].startswith("framework.crasher|eager|forward_matches_spec")
+
+
+def test_recording_overhead_is_small(tmp_path):
+    """Not a timing gate: the measured number is printed for the notes (target: under 5 ms per cell)."""
+    writer = RecordWriter(tmp_path / "bench.jsonl")
+    cell = Cell("reference.quant.sign_ste", "eager", "forward_matches_spec")
+    subject = registry.subjects()["reference.quant.sign_ste"]
+    from conformance.results import environment
+
+    env = environment()
+    started = time.perf_counter()
+    for _ in range(500):
+        writer.write(make_record(run="bench", cell=cell, subject=subject, result=CellResult("pass"),
+                                 reproduce="x", env=env))
+    per_cell_ms = (time.perf_counter() - started) / 500 * 1000
+    writer.close()
+    print(f"recording: {per_cell_ms:.3f} ms per cell")
+    assert per_cell_ms < 50  # only guards against something pathological on a loaded machine
+
+
+# ------------------------------------------------------------------------------------------------ expectations
+
+
+def _write_records(path: Path, outcomes: dict[str, tuple[str, str | None]]) -> None:
+    lines = []
+    for cell_id, (outcome, cause) in outcomes.items():
+        s, t, c, d, dt = cell_id.split("|")
+        lines.append(json.dumps({"schema": 1, "kind": "cell", "subject": s, "transform": t, "check": c,
+                                 "device": d, "dtype": dt, "outcome": outcome, "cause": cause,
+                                 "started": "2026-01-01T00:00:00Z"}))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_expectations_fail_when_results_get_worse_or_better_and_accept_fixes_it(tmp_path, capsys):
+    run = tmp_path / "run.jsonl"
+    file = tmp_path / "expected.json"
+    _write_records(run, {"a|eager|x|cpu|float32": ("pass", None), "b|eager|x|cpu|float32": ("xfail", "grad-mismatch")})
+    assert expectations.main(["accept", "--results", str(run), "--file", str(file)]) == 0
+    assert expectations.main(["check", "--results", str(run), "--file", str(file)]) == 0
+    _write_records(run, {"a|eager|x|cpu|float32": ("fail", "forward-mismatch"),
+                         "b|eager|x|cpu|float32": ("xfail", "grad-mismatch")})
+    assert expectations.main(["check", "--results", str(run), "--file", str(file)]) == 1  # worse
+    _write_records(run, {"a|eager|x|cpu|float32": ("pass", None), "b|eager|x|cpu|float32": ("pass", None)})
+    assert expectations.main(["check", "--results", str(run), "--file", str(file)]) == 1  # better
+    _write_records(run, {"a|eager|x|cpu|float32": ("pass", None)})
+    assert expectations.main(["check", "--results", str(run), "--file", str(file)]) == 1  # a cell vanished
+    assert expectations.main(["check", "--partial", "--results", str(run), "--file", str(file)]) == 0
+
+
+def test_registry_ids_are_stable_coordinates():
+    cells = registry.cells(["reference.quant.sign_ste"], devices=["cpu"])
+    ids = [c.id for c in cells]
+    assert len(ids) == len(set(ids))
+    assert "reference.quant.sign_ste|eager|forward_matches_spec|cpu|bfloat16" in ids
+    assert all(registry.parse_cell_id(i).id == i for i in ids)
