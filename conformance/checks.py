@@ -218,12 +218,17 @@ def check_copy_independent(ctx: Context, out: Outcome, truth: Truth, transform: 
             raise CheckFailed("copy-shares-state", f"copy's {path} shares storage with original's "
                               f"{ptrs[t.untyped_storage().data_ptr()]}")
     x = ctx.input()
+    changed = [p for p in clone.parameters() if p.is_floating_point()]
+    saved = [p.detach().clone() for p in changed]
     with torch.no_grad():
         before = original(x).detach().clone()
-        for p in clone.parameters():
-            if p.is_floating_point():
+        try:
+            for p in changed:
                 p.add_(0.5)
-        after = original(x).detach()
+            after = original(x).detach()
+        finally:  # the outcome is shared with the other checks of this cell: leave it as found
+            for p, value in zip(changed, saved):
+                p.copy_(value)
     if not torch.equal(before, after):
         raise CheckFailed("copy-shares-state", "changing the copy's parameters changed the original's output")
     return 0

@@ -130,6 +130,8 @@ class Recorder:
 def cell_from_nodeid(nodeid: str):
     from .registry import parse_cell_id
 
+    if "@" in nodeid.rsplit("]", 1)[-1]:
+        nodeid = nodeid[:nodeid.rindex("@")]  # pytest-xdist's loadgroup suffix
     if "[" not in nodeid or not nodeid.endswith("]"):
         return None
     try:

@@ -47,6 +47,15 @@ class CellTimeout(BaseException):
     """Raised by the alarm in the cell's thread. A BaseException so hypothesis does not shrink it."""
 
 
+class _StopAtTransformFailure(BaseException):
+    """A transform raised: the finding is the exception, not a value that shrinking could make smaller, and
+    every shrink step would run the failing transform again. A BaseException so hypothesis stops at once."""
+
+    def __init__(self, failure: TransformFailed):
+        super().__init__(str(failure))
+        self.failure = failure
+
+
 @contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
     if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
@@ -162,7 +171,10 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
         state["example"] = example
         ctx = Context(subject, spec, example, dtype, device)
         key = example_key(example)
-        outcome = outcome_for(cell, ctx, key)
+        try:
+            outcome = outcome_for(cell, ctx, key)
+        except TransformFailed as failure:
+            raise _StopAtTransformFailure(failure) from failure
         state["excused"] += check(ctx, outcome, truth_for(cell, ctx, key), cell.transform)
 
     # Same examples for every check and transform of a subject: outcomes and spec answers are reused.
@@ -173,6 +185,8 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
         try:
             with time_limit(timeout_s):
                 cell_property()
+        except _StopAtTransformFailure as stop:
+            error = stop.failure
         except CellTimeout as timeout:
             return CellResult("timeout", cause="timeout", message=str(timeout), example=_describe(state),
                               duration_s=time.perf_counter() - started)

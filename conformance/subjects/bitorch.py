@@ -118,17 +118,39 @@ def _functorch_known(function: str, transforms: tuple[str, ...]) -> tuple[Known,
 
 
 _FUNC_TRANSFORMS = ("vmap", "grad", "jvp")
-_DEEPCOPY_REASON = ("QLinear/QConv2d return a LayerContainer whose __getattr__ delegates every name, including "
-                    "'_layer_implementation' itself, so copy's reconstruction (hasattr(y, '__setstate__') on an "
-                    "empty instance) raises KeyError")
+_DEEPCOPY_REASON = ("QLinear/QConv2d are LayerContainers whose __getattr__ reads '_layer_implementation' from "
+                    "__dict__, empty on the instance copy creates before restoring state, so copy's "
+                    "hasattr(y, '__setstate__') raises KeyError instead of AttributeError")
 
 
 def _container_known() -> tuple[Known, ...]:
     link = f"{SOURCE}/layers/extensions/layer_container.py"
     return (
         Known(transform="deepcopy*", cause="deepcopy-getattr-recursion", reason=_DEEPCOPY_REASON, link=SEED_000),
-        Known(transform="pickle*", cause="deepcopy-getattr-recursion", reason="pickle's reconstruction hits the "
-              "same LayerContainer.__getattr__ on an instance without '_layer_implementation' (KeyError)", link=link),
+        Known(transform="pickle*", cause="pickle-failed", reason="LayerContainer fakes __class__ (a property "
+              "returning the wrapped layer's class), so pickle's __reduce_ex__ emits that class for an object whose "
+              "type is LayerContainer ('args[0] from __newobj__ args has the wrong class')", link=link),
+    )
+
+
+_JIT_SCRIPT = Known(transform="jit_script", cause="jit-unsupported",
+                    reason="TorchScript compiles Quantization's deprecated 'bitwidth' property, whose warn(..., "
+                           "DeprecationWarning) call it cannot script ('Python exception cannot be used as a value')",
+                    link=f"{SOURCE}/quantizations/base.py")
+_PRINT_BREAK = "graph-break:Dynamo does not know how to trace builtin operator  print  with argument types  "
+
+
+def _steheaviside_known() -> tuple[Known, ...]:
+    link = f"{SOURCE}/quantizations/ste_heaviside.py"
+    reason = "SteHeavisideFunction.backward calls print(...) on every backward pass, which dynamo cannot trace"
+    return (
+        Known(transform="eager", check="output_dtype", dtype="float64", cause="dtype-mismatch", link=link,
+              reason="SteHeavisideFunction.forward builds its output with torch.where from two float32 "
+                     "torch.tensor(1.0)/(-1.0) constants, so the output is float32 whatever the input dtype"),
+        Known(transform="eager", check="output_dtype", dtype="bfloat16", cause="dtype-mismatch", link=link,
+              reason="SteHeavisideFunction.forward builds its output from float32 constants: bfloat16 in, "
+                     "float32 out"),
+        Known(transform="compile_*", cause=_PRINT_BREAK, reason=reason, link=link),
     )
 
 
@@ -150,24 +172,26 @@ def _subject(name: str, spec: str, build, **fields) -> Subject:
 def subjects() -> Iterator[Subject]:
     sign = {"zero_value": 1.0}
     yield _subject("QActivation[sign]", "quant.sign_ste", _qactivation("sign", False), fixed=sign,
-                   known=(_threshold_zero_known("sign STE"), *_functorch_known("SignFunction", _FUNC_TRANSFORMS)))
+                   known=(_threshold_zero_known("sign STE"), _JIT_SCRIPT,
+                          *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("QActivation[sign,cancel]", "quant.sign_clipped_ste", _qactivation("sign", True),
                    fixed=dict(sign, threshold=_THRESHOLDS, inclusive=True),
-                   known=_functorch_known("GradientCancellation", _FUNC_TRANSFORMS))
+                   known=(_JIT_SCRIPT, *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("QActivation[approxsign]", "quant.approx_sign", _qactivation("approxsign", False), fixed=sign,
-                   known=_functorch_known("GradientCancellation", _FUNC_TRANSFORMS))
+                   known=(_JIT_SCRIPT, *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("QActivation[swishsign]", "quant.swish_sign", _qactivation("swishsign", False), fixed=sign,
-                   known=(_threshold_zero_known("SwishSign"),
+                   known=(_threshold_zero_known("SwishSign"), _JIT_SCRIPT,
                           *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("QActivation[inputdorefa]", "quant.dorefa_activation", _qactivation("inputdorefa", False),
                    fixed={"gradient": "identity"},
-                   known=(_threshold_zero_known("InputDoReFa identity-STE"),
+                   known=(_threshold_zero_known("InputDoReFa identity-STE"), _JIT_SCRIPT,
                           *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("QActivation[steheaviside]", "quant.sign_clipped_ste", _qactivation("steheaviside", False),
                    fixed={"zero_value": -1.0, "threshold": 1.0, "inclusive": True},
-                   known=_functorch_known("GradientCancellation", _FUNC_TRANSFORMS))
+                   known=(*_steheaviside_known(), _JIT_SCRIPT,
+                          *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("WeightDoReFa", "quant.dorefa_weight", build_weight_dorefa, fixed={"gradient": "identity"},
-                   known=_functorch_known("WeightDoReFaFunction", _FUNC_TRANSFORMS))
+                   known=(_JIT_SCRIPT, *_functorch_known("WeightDoReFaFunction", _FUNC_TRANSFORMS)))
 
     layer = dict(input_quant="clipped_ste", threshold=_THRESHOLDS, zero_value=1.0, weight_scaling="none")
     per_sample = ("vmap", "grad", "jvp", "per_sample_grad", "opacus_hooks", "opacus_functorch")

@@ -127,19 +127,91 @@ def build_triangle(example: Example) -> nn.Module:
 
 # --- known failures --------------------------------------------------------------------------------------------
 
+_GB_NO_BREAKS = "graph-break:setattr() on Tensor.requires_grad"
+_GB_FULLGRAPH = "graph-break:setattr() on Tensor.requires_grad not supported. Mutating requires_grad can intr"
+_INIT_STATE = ("initial_state() sets state.v.requires_grad = True on a fresh tensor inside forward (state=None), "
+               "which dynamo cannot trace")
+
+
+def _known_compile(module: str) -> tuple[Known, ...]:
+    link = f"{_SRC}/module/{module}.py"
+    return (
+        Known("compile_aot_eager", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_INIT_STATE, link=link),
+        Known("compile_aot_eager", "preserves_*", cause=_GB_FULLGRAPH, reason=_INIT_STATE, link=link),
+        Known("compile_dynamic", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_INIT_STATE, link=link),
+        Known("compile_dynamic", "preserves_forward", cause=_GB_FULLGRAPH, reason=_INIT_STATE, link=link),
+        Known("compile_inductor", "preserves_*", cause=_GB_FULLGRAPH, reason=_INIT_STATE, link=link),
+    )
+
+
+def _known_pickle(params: str) -> tuple[Known, ...]:
+    reason = (f"{params} is built by pytree.MultipleInheritanceNamedTupleMeta, which creates the class under "
+              f"norse.torch.utils.pytree with a mangled base; pickle cannot find it by name")
+    link = f"{_SRC}/utils/pytree.py"
+    return (Known("pickle", cause="pickle-failed", reason=reason, link=link),
+            Known("pickle_used", cause="pickle-failed", reason=reason, link=link))
+
+
+_STATE_DICT = ("the neuron parameters live in the named tuple module.p, not in parameters or buffers, so "
+               "state_dict() carries none of them and load_state_dict leaves the target's own values")
+
+
+def _known_state_dict(checks: tuple[str, ...], module: str) -> tuple[Known, ...]:
+    causes = {"preserves_forward": "transform-changed-forward", "preserves_grad": "transform-changed-grad"}
+    return tuple(Known("state_dict", check, cause=causes[check], reason=_STATE_DICT, link=f"{_SRC}/module/{module}.py")
+                 for check in checks)
+
+
+_DTYPE = Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", link=f"{_SRC}/module/lif.py",
+               reason="initial_state creates the synaptic current i (and LIF's v) in float32 whatever the input "
+                      "dtype, so a bfloat16 input gives float32 spikes")
+_JIT = ("the cell's forward calls activation functions stored as attributes (and autograd.Functions), which "
+        "TorchScript cannot compile")
+_SUPER = f"{_SRC}/functional/superspike.py"
+_TRIANGLE = f"{_SRC}/functional/threshold.py"
+
+
+def _known_superspike() -> tuple[Known, ...]:
+    return (
+        Known("vmap", cause="autograd-function-no-vmap-rule", link=_SUPER,
+              reason="SuperSpike defines setup_context but neither generate_vmap_rule nor a vmap staticmethod"),
+        Known("jvp", cause="jvp-unsupported", link=_SUPER,
+              reason="SuperSpike defines no jvp, so forward-mode AD raises"),
+    )
+
+
+def _known_triangle() -> tuple[Known, ...]:
+    reason = "Triangle is an old-style autograd.Function (forward(ctx, ...), no setup_context): torch.func refuses it"
+    return tuple(Known(t, cause="autograd-function-without-setup_context", reason=reason, link=_TRIANGLE)
+                 for t in ("vmap", "grad", "jvp"))
+
 
 def subjects() -> Iterator[Subject]:
     common = dict(library=LIBRARY, requires=REQUIRES)
     # lif_feed_forward_step does not detach the reset spike; method "super" ignores alpha (SuperSpike is alpha=1).
     super_fixed = {"surrogate": "fast_sigmoid", "surrogate_alpha": 1.0}
     yield Subject(id="norse.LIFCell", spec="neuron.norse_lif", build=build_lif_cell,
-                  fixed={**super_fixed, "detach_reset": False}, **common)
+                  fixed={**super_fixed, "detach_reset": False},
+                  known=(_DTYPE, *_known_compile("lif"), *_known_pickle("LIFParameters"),
+                         *_known_state_dict(("preserves_forward", "preserves_grad"), "lif"),
+                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py"),
+                         *_known_superspike()),
+                  **common)
     yield Subject(id="norse.LIF[triangle]", spec="neuron.norse_lif", build=build_lif,
-                  fixed={"surrogate": "triangular", "detach_reset": False}, **common)
+                  fixed={"surrogate": "triangular", "detach_reset": False},
+                  known=(_DTYPE, *_known_compile("lif"), *_known_pickle("LIFParameters"),
+                         *_known_state_dict(("preserves_grad",), "lif"), *_known_triangle(),
+                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py")),
+                  **common)
     yield Subject(id="norse.LIFBoxCell", spec="neuron.norse_lif_box", build=build_lif_box_cell,
-                  fixed=super_fixed, **common)
+                  fixed=super_fixed,
+                  known=(*_known_compile("lif_box"), *_known_pickle("LIFBoxParameters"),
+                         *_known_state_dict(("preserves_grad",), "lif_box"),
+                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py"),
+                         *_known_superspike()),
+                  **common)
     # norse's heaviside fires at x > 0 (strict)
     yield Subject(id="norse.threshold[super]", spec="surrogate.fast_sigmoid", build=build_superspike,
-                  fixed={"alpha": 1.0, "strict": True}, **common)
+                  fixed={"alpha": 1.0, "strict": True}, known=_known_superspike(), **common)
     yield Subject(id="norse.threshold[triangle]", spec="surrogate.triangular", build=build_triangle,
-                  fixed={"strict": True}, **common)
+                  fixed={"strict": True}, known=_known_triangle(), **common)

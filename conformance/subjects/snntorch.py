@@ -111,8 +111,11 @@ class Rollout(nn.Module):
         self.state_size = state_size
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        state = self.neuron.reset_mem()
-        state = tuple(state) if isinstance(state, tuple) else (state,)
+        self.neuron.reset_mem()
+        # The state passed at t=0 is zeros shaped like one step: what reset_mem() returns once the layer has run.
+        # On a never-run layer reset_mem() returns empty tensors, which every neuron re-initialises except
+        # RSynaptic's reset_delay=False branch (it reads its arguments; see RSYNAPTIC_NO_RESET_DELAY).
+        state = tuple(torch.zeros_like(x[0]) for _ in range(self.state_size))
         spikes = []
         for step in range(x.shape[0]):
             if self.init_hidden:
@@ -226,9 +229,107 @@ def build_surrogate(name: str) -> Callable[[Example], nn.Module]:
 
 # --------------------------------------------------------------------------------------------- known failures
 
-# Filled in from the recorded matrix; each entry names the library code that causes it.
-NEURON_KNOWN: tuple[Known, ...] = ()
-SURROGATE_KNOWN: tuple[Known, ...] = ()
+ISSUES = "https://github.com/jeshraghian/snntorch/issues"
+_FLOAT_SPIKES = ("snntorch's spike functions return `(input_ > 0).float()`, so the output is float32 whatever the "
+                 "input and module dtype (spec: the output follows x's dtype)")
+_OLD_STYLE_FUNCTION = ("snntorch's spike functions are torch.autograd.Function subclasses with the legacy "
+                       "`forward(ctx, ...)` and no setup_context, which torch.func transforms refuse")
+
+
+def _old_style_function(*transforms: str) -> tuple[Known, ...]:
+    return tuple(Known(transform=t, cause="autograd-function-without-setup_context", reason=_OLD_STYLE_FUNCTION,
+                       link=f"{SURROGATE_SRC}#L187") for t in transforms)
+
+
+def _float_spikes(transform: str = "eager", check: str = "output_dtype") -> tuple[Known, ...]:
+    return tuple(Known(transform=transform, check=check, dtype=dtype, cause="dtype-mismatch", reason=_FLOAT_SPIKES,
+                       link=f"{ISSUES}/422") for dtype in ("float64", "bfloat16"))
+
+
+#: What every neuron subject shows (the layer's state handling and its spike functions).
+NEURON_KNOWN: tuple[Known, ...] = (
+    *_float_spikes(),
+    Known(transform="pickle*", cause="pickle-failed", link=f"{ISSUES}/420",
+          reason="SpikingNeuron stores `spike_grad`, the closure a snntorch.surrogate factory returns "
+                 "(`atan.<locals>.inner` by default), and pickle cannot serialise a local function"),
+    Known(transform="deepcopy_used", cause="deepcopy-non-leaf", link=f"{SOURCE}/_neurons/leaky.py#L210",
+          reason="forward assigns the graph-connected membrane to the registered buffer `mem` "
+                 "(`self.mem = self.state_function(input_)`), and copy.deepcopy refuses non-leaf tensors"),
+    Known(transform="functional_call", check="no_state_leak", cause="state-leak", link=f"{SOURCE}/_neurons/leaky.py#L186",
+          reason="the layer keeps its last membrane in its own registered buffer `mem`, so a functional_call "
+                 "(which only swaps parameters) still overwrites the module's buffers"),
+    Known(transform="jit_script", cause="jit-unsupported", link=f"{NEURONS_SRC}#L194",
+          reason="TorchScript cannot compile snntorch's neurons: the `reset_mechanism` property, the bound "
+                 "`state_function` attribute and the autograd.Function spike closures are all unscriptable"),
+    Known(transform="export", check="no_state_leak", cause="state-leak", link=f"{SOURCE}/_neurons/leaky.py#L209",
+          reason="forward stores each step's reset signal as a plain tensor attribute (`self.reset = "
+                 "self.mem_reset(self.mem)`), which torch.export warns must be a buffer: after export the module "
+                 "still holds the tracer's FakeTensor in `neuron.reset`"),
+    *_old_style_function("vmap", "grad", "jvp"),
+)
+PARAM_KNOWN: tuple[Known, ...] = _old_style_function("per_sample_grad")
+#: Opacus, for a layer whose learnable tensors sit next to its buffers.
+OPACUS_BUFFERS: tuple[Known, ...] = (
+    Known(transform="opacus_*", cause="opacus-failed", link=f"{NEURONS_SRC}#L131",
+          reason="the learnable parameter lives in the same module as snntorch's buffers (threshold, beta, mem, "
+                 "reset_mechanism_val, ...), and Opacus' GradSampleModule refuses trainable layers with buffers"),
+)
+
+
+_TENSOR_BRANCH = ("with reset_delay=False, forward branches on the tensor buffer `reset_mechanism_val` "
+                  "(`if self.reset_mechanism_val == 0:`), a data-dependent branch that dynamo cannot trace (graph "
+                  "break gb0170; the suite's classifier files it under data-dependent-item)")
+NO_RESET_DELAY_KNOWN: tuple[Known, ...] = (
+    Known(transform="compile_*", cause="data-dependent-item", reason=_TENSOR_BRANCH,
+          link=f"{SOURCE}/_neurons/leaky.py#L226"),
+    Known(transform="export", cause="data-dependent-item", link=f"{SOURCE}/_neurons/leaky.py#L226",
+          reason=_TENSOR_BRANCH.replace("dynamo cannot trace (graph break gb0170; the suite's classifier files it "
+                                        "under data-dependent-item)", "torch.export cannot guard on")),
+    Known(transform="checkpoint", check="state_matches_eager", cause="state-advanced-twice",
+          link=f"{SOURCE}/_neurons/leaky.py#L222",
+          reason="with reset_delay=False the last write to the state (`self.mem = self.mem - do_reset * "
+                 "self.threshold`) comes after every tensor saved for backward, so checkpoint's recomputation, which "
+                 "stops once those are rebuilt, leaves the module attribute `mem` at the un-reset value"),
+)
+
+
+_RSYNAPTIC_RESET = ("RSynaptic's reset_delay=False branch applies the reset to its `spk`/`mem` *arguments* in a local "
+               "variable (`mem = mem - do_reset * self.threshold`), never to the new state `self.mem`, so the "
+               "documented same-step reset never happens (with the empty state of a fresh init_rsynaptic() it "
+               "raises a shape error instead)")
+RSYNAPTIC_NO_RESET_DELAY: tuple[Known, ...] = (
+    *(Known(transform="eager", check="*_matches_spec", dtype=dtype, cause="forward-mismatch",
+            link=f"{SOURCE}/_neurons/rsynaptic.py#L366", reason=_RSYNAPTIC_RESET) for dtype in ("float32", "float64")),
+    Known(transform="compile_*", cause="data-dependent-item", reason=_TENSOR_BRANCH,
+          link=f"{SOURCE}/_neurons/rsynaptic.py#L371"),
+    Known(transform="export", cause="data-dependent-item", link=f"{SOURCE}/_neurons/rsynaptic.py#L371",
+          reason=NO_RESET_DELAY_KNOWN[1].reason),
+)
+
+
+def _surrogate_known(name: str) -> tuple[Known, ...]:
+    return (
+        *_float_spikes(),
+        *_old_style_function("vmap", "grad", "jvp"),
+        Known(transform="jit_script", cause="jit-unsupported", link=f"{SURROGATE_SRC}#L210",
+              reason="TorchScript cannot compile torch.autograd.Function; snntorch only exposes its spike "
+                     "functions as autograd.Functions applied inside factory closures"),
+    )
+
+
+SURROGATE_SPECIFIC: dict[str, tuple[Known, ...]] = {
+    "heaviside": (
+        Known(transform="forward_hooks", cause="inplace-modified-saved-tensor", link=f"{SURROGATE_SRC}#L244",
+              reason="Heaviside.forward saves its own output for backward (`ctx.save_for_backward(out)`), so an "
+                     "in-place op on the spikes downstream (a ReLU(inplace=True)-style layer) makes backward raise"),
+    ),
+    "triangular": (
+        Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch", link=f"{SURROGATE_SRC}#L89",
+              reason="Triangular.backward returns +threshold for x < 0 and -threshold for x >= 0 (a sign-flipping "
+                     "constant, `grad[input_ >= 0] = -grad[input_ >= 0]`) although its docstring calls it the "
+                     "gradient of a triangular function; the spec's is alpha * max(0, 1 - |x|)"),
+    ),
+}
 
 
 # --------------------------------------------------------------------------------------------- subjects
@@ -238,29 +339,36 @@ def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_m
             known: tuple[Known, ...] = ()) -> Subject:
     return Subject(id=f"snntorch.{variant}", spec=spec, build=build, fixed={"time_dim": 0, **fixed},
                    param_map=dict(param_map or {}), library=LIBRARY, requires=("snntorch",),
-                   known=NEURON_KNOWN + known)
+                   known=known + NEURON_KNOWN + (PARAM_KNOWN if param_map else ()))
 
 
 def _surrogate(name: str, known: tuple[Known, ...] = ()) -> Subject:
     return Subject(id=f"snntorch.surrogate.{SURROGATE_FACTORIES[name][0]}", spec=f"surrogate.{name}",
                    build=build_surrogate(name), fixed={"strict": True}, library=LIBRARY, requires=("snntorch",),
-                   known=SURROGATE_KNOWN + known)
+                   known=known + _surrogate_known(name))
 
 
 def subjects() -> Iterator[Subject]:
-    yield _neuron("Leaky[subtract]", "neuron.leaky", build_leaky(), fixed={"reset_mechanism": "subtract"})
-    yield _neuron("Leaky[zero,learn_beta]", "neuron.leaky", build_leaky(learn_beta=True),
-                  fixed={"reset_mechanism": "zero"}, param_map={"beta": "neuron.beta"})
+    # reset_delay is fixed per subject (snntorch's default True, except one variant): with reset_delay=False snntorch
+    # branches on a tensor buffer, which decides compile/export cells, so a drawn flag would make them flaky.
+    yield _neuron("Leaky[subtract]", "neuron.leaky", build_leaky(),
+                  fixed={"reset_mechanism": "subtract", "reset_delay": True})
+    yield _neuron("Leaky[zero,reset_delay=False,learn_beta]", "neuron.leaky", build_leaky(learn_beta=True),
+                  fixed={"reset_mechanism": "zero", "reset_delay": False}, param_map={"beta": "neuron.beta"},
+                  known=NO_RESET_DELAY_KNOWN + OPACUS_BUFFERS)
     yield _neuron("Leaky[none,learn_threshold]", "neuron.leaky", build_leaky(learn_threshold=True),
-                  fixed={"reset_mechanism": "none"}, param_map={"threshold": "neuron.threshold"})
+                  fixed={"reset_mechanism": "none", "reset_delay": True}, param_map={"threshold": "neuron.threshold"},
+                  known=OPACUS_BUFFERS)
     yield _neuron("Leaky[init_hidden]", "neuron.leaky", build_leaky(init_hidden=True),
-                  fixed={"reset_mechanism": "subtract"})
-    yield _neuron("Synaptic", "neuron.synaptic", build_synaptic, fixed={})
+                  fixed={"reset_mechanism": "subtract", "reset_delay": True})
+    yield _neuron("Synaptic", "neuron.synaptic", build_synaptic, fixed={"reset_delay": True})
     yield _neuron("Alpha", "neuron.alpha", build_alpha, fixed={})
     yield _neuron("Lapicque", "neuron.lapicque", build_lapicque, fixed={})
-    yield _neuron("RLeaky", "neuron.rleaky", build_rleaky, fixed={"all_to_all": True},
+    yield _neuron("RLeaky", "neuron.rleaky", build_rleaky, fixed={"all_to_all": True, "reset_delay": True},
                   param_map={"V": "neuron.recurrent.weight", "recurrent_bias": "neuron.recurrent.bias"})
-    yield _neuron("RSynaptic", "neuron.rsynaptic", build_rsynaptic, fixed={"all_to_all": False, "reset_delay": True},
-                  param_map={"V": "neuron.V"})
+    # reset_delay=False: the spec documents what it should do; snntorch's RSynaptic code for it is a silent no-op.
+    yield _neuron("RSynaptic[reset_delay=False]", "neuron.rsynaptic", build_rsynaptic,
+                  fixed={"all_to_all": False, "reset_delay": False, "reset_mechanism": "subtract"},
+                  param_map={"V": "neuron.V"}, known=RSYNAPTIC_NO_RESET_DELAY + OPACUS_BUFFERS)
     for name in SURROGATE_FACTORIES:
-        yield _surrogate(name)
+        yield _surrogate(name, SURROGATE_SPECIFIC.get(name, ()))

@@ -113,15 +113,43 @@ def _surrogate_builder(class_name: str):
 
 # --- known failures --------------------------------------------------------------------------------------------
 
-_STATE_V = (
-    "forward+backward leaves the node's membrane ``v`` (a non-leaf tensor of the last step, stored in "
-    "MemoryModule._memories) on the module; copy.deepcopy refuses non-leaf tensors")
+_OPS = "https://github.com/fangwei123456/spikingjelly/blob/master/spikingjelly/_ops/surrogate.py"
+_NO_SETUP_CONTEXT = (
+    "the neuron kernels' spike function spikingjelly._ops.surrogate._SurrogateSpike is an old-style "
+    "autograd.Function (forward(ctx, ...), no setup_context), which torch.func refuses")
+_JIT_NODE = ("MemoryModule.forward(self, *args, **kwargs) takes variable arguments, which TorchScript cannot "
+             "compile")
 
 
-def _known_stateful() -> tuple[Known, ...]:
+def _known_node(*, learnable: bool) -> tuple[Known, ...]:
+    known = [
+        Known("deepcopy_used", cause="deepcopy-non-leaf", link=f"{_SRC}/base.py",
+              reason="forward+backward leaves the membrane v of the last step (a non-leaf tensor) in "
+                     "MemoryModule._memories; copy.deepcopy refuses non-leaf tensors"),
+        Known("grad", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS),
+        Known("jvp", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS),
+        Known("jit_script", cause="jit-unsupported", reason=_JIT_NODE, link=f"{_SRC}/base.py"),
+    ]
+    if learnable:
+        known += [
+            Known("per_sample_grad", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT,
+                  link=_OPS),
+            Known("opacus_*", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS),
+        ]
+    return tuple(known)
+
+
+def _known_surrogate() -> tuple[Known, ...]:
+    link = f"{_SRC}/surrogate.py"
     return (
-        Known("deepcopy_used", "*", cause="deepcopy-non-leaf", reason=_STATE_V,
-              link=f"{_SRC}/base.py"),
+        Known("vmap", cause="autograd-function-no-vmap-rule", link=link,
+              reason="the surrogate autograd.Functions (sigmoid, atan, piecewise_quadratic) define setup_context but "
+                     "neither generate_vmap_rule nor a vmap staticmethod"),
+        Known("jvp", cause="jvp-unsupported", link=link,
+              reason="the surrogate autograd.Functions define no jvp, so forward-mode AD raises"),
+        Known("jit_script", cause="jit-unsupported", link=link,
+              reason="SurrogateFunctionBase.forward calls spiking_function(x, **self._sg_params): TorchScript has no "
+                     "keyword-argument expansion"),
     )
 
 
@@ -129,13 +157,14 @@ def subjects() -> Iterator[Subject]:
     common = dict(library=LIBRARY, requires=REQUIRES)
     for step_mode in ("s", "m"):
         yield Subject(id=f"spikingjelly.IFNode[{step_mode}]", spec="neuron.sj_if", build=_if_builder(step_mode),
-                      known=_known_stateful(), **common)
+                      known=_known_node(learnable=False), **common)
         yield Subject(id=f"spikingjelly.LIFNode[{step_mode}]", spec="neuron.sj_lif", build=_lif_builder(step_mode),
-                      known=_known_stateful(), **common)
+                      known=_known_node(learnable=False), **common)
         yield Subject(id=f"spikingjelly.ParametricLIFNode[{step_mode}]", spec="neuron.sj_plif",
-                      build=_plif_builder(step_mode), param_map={"w": "node.w"}, known=_known_stateful(), **common)
+                      build=_plif_builder(step_mode), param_map={"w": "node.w"}, known=_known_node(learnable=True), **common)
     for spec_name, class_name in (("sigmoid", "Sigmoid"), ("atan", "ATan"),
                                   ("piecewise_quadratic", "PiecewiseQuadratic")):
         # spikingjelly's heaviside fires at x >= 0
         yield Subject(id=f"spikingjelly.surrogate.{class_name}", spec=f"surrogate.{spec_name}",
-                      build=_surrogate_builder(class_name), fixed={"strict": False}, **common)
+                      build=_surrogate_builder(class_name), fixed={"strict": False}, known=_known_surrogate(),
+                      **common)

@@ -1,0 +1,159 @@
+"""brevitas 0.13 subjects: QuantIdentity (binary, ternary, int), QuantReLU, and binary-weight QuantLinear/QuantConv2d.
+
+brevitas quantizers are dependency-injected configurations; each adapter overrides only documented injector
+attributes (``scaling_impl_type``, ``max_val``, ``bit_width``, ``scaling_const``) so the scale is a known constant:
+- activations: with ``scaling_impl_type="const"`` the scale is ``max_val / 2^(bits-1)`` (signed) or
+  ``max_val / (2^bits - 1)`` (unsigned), zero point 0, ``torch.round`` (half to even), and the STE passes the
+  gradient where the rounded integer lies inside the range: the ``quant.uniform`` spec. The adapters draw the
+  spec's ``scale`` from powers of two, so ``max_val`` and back are exact;
+- ``SignedBinaryActPerTensorConst``: clamp to [-1, 1] (autograd's clamp: gradient 1 on the closed interval),
+  then ``binary_sign`` (``x >= 0`` -> +1): ``quant.sign_clipped_ste`` with threshold 1, inclusive, sign(0) = +1;
+- ``SignedBinaryWeightPerTensorConst`` with ``weight_scaling_const=1.0`` (default 0.1): ``sign(W)`` with an
+  identity STE (its clamp is ``InplaceTensorClampSte``): the binary layers with ``input_quant="none"`` (brevitas
+  leaves the input float unless ``input_quant`` is set) and ``weight_scaling="none"``; QuantConv2d zero-pads.
+
+Not declared, because no spec has brevitas' semantics and no hyperparameter makes one match:
+- ternary/int *weight* quantizers inside QuantLinear/QuantConv2d: there is no ternary/int layer spec;
+- ``quant.ternary`` (TWN, threshold ``0.7 * mean|x|`` from the tensor): brevitas' ternary quantizers are 2-bit
+  narrow-range integers with a constant scale (threshold ``scale / 2``), declared here as ``quant.uniform``;
+- stats-initialised/learned scales (``Int8ActPerTensorFloat``'s default, ``Int8WeightPerTensorFloat``).
+
+brevitas is imported only inside ``build``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+from hypothesis import strategies as st
+from torch import nn
+
+from ..types import Example, Known, Subject
+
+LIBRARY = "brevitas"
+REQUIRES = ("brevitas",)
+SOURCE = "https://github.com/Xilinx/brevitas/blob/v0.13.4/src/brevitas"
+
+#: Powers of two: exact as scale and as max_val in every dtype.
+_SCALES = st.sampled_from([0.25, 0.5, 1.0])
+
+
+def _load(module: nn.Module, values: dict[str, torch.Tensor]) -> nn.Module:
+    with torch.no_grad():
+        for path, value in values.items():
+            target = module.get_parameter(path)
+            target.copy_(value.to(target.dtype))
+    return module
+
+
+def _max_val(hyper) -> float:
+    levels = 2 ** (hyper["bits"] - 1) if hyper["signed"] else 2 ** hyper["bits"] - 1
+    return float(hyper["scale"]) * levels
+
+
+def build_identity_binary(example: Example) -> nn.Module:
+    from brevitas.nn import QuantIdentity
+    from brevitas.quant import SignedBinaryActPerTensorConst
+
+    return QuantIdentity(act_quant=SignedBinaryActPerTensorConst)
+
+
+def build_identity_ternary(example: Example) -> nn.Module:
+    from brevitas.nn import QuantIdentity
+    from brevitas.quant import SignedTernaryActPerTensorConst
+
+    # 2-bit narrow signed: levels {-1, 0, 1} * scale; its range is +-max_val = scale.
+    return QuantIdentity(act_quant=SignedTernaryActPerTensorConst, max_val=float(example.hyper["scale"]),
+                         min_val=-float(example.hyper["scale"]))
+
+
+def build_identity_int(example: Example) -> nn.Module:
+    from brevitas.nn import QuantIdentity
+    from brevitas.quant import Int8ActPerTensorFloat
+
+    m = _max_val(example.hyper)
+    return QuantIdentity(act_quant=Int8ActPerTensorFloat, bit_width=example.hyper["bits"], scaling_impl_type="const",
+                         max_val=m, min_val=-m)
+
+
+def build_relu(example: Example) -> nn.Module:
+    from brevitas.nn import QuantReLU
+
+    return QuantReLU(bit_width=example.hyper["bits"], scaling_impl_type="const", max_val=_max_val(example.hyper))
+
+
+def build_linear_binary(example: Example) -> nn.Module:
+    from brevitas.nn import QuantLinear
+    from brevitas.quant import SignedBinaryWeightPerTensorConst
+
+    out_features, in_features = example.params["weight"].shape
+    layer = QuantLinear(in_features, out_features, bias=True, weight_quant=SignedBinaryWeightPerTensorConst,
+                        weight_scaling_const=1.0)
+    return _load(layer, {"weight": example.params["weight"], "bias": example.params["bias"]})
+
+
+def build_conv2d_binary(example: Example) -> nn.Module:
+    from brevitas.nn import QuantConv2d
+    from brevitas.quant import SignedBinaryWeightPerTensorConst
+
+    h, weight = example.hyper, example.params["weight"]
+    layer = QuantConv2d(example.x.shape[-3], weight.shape[0], weight.shape[-1], stride=h["stride"],
+                        padding=h["padding"], dilation=h["dilation"], groups=h["groups"], bias=True,
+                        weight_quant=SignedBinaryWeightPerTensorConst, weight_scaling_const=1.0)
+    return _load(layer, {"weight": weight, "bias": example.params["bias"]})
+
+
+_PICKLE = Known(transform="pickle*", cause="pickle-failed", link=f"{SOURCE}/inject/__init__.py",
+                reason="quant layers keep their quantizer injectors (classes such as NoneActQuant, or ones derived by "
+                       "keyword overrides) which pickle cannot find by name ('attribute lookup ... failed')")
+
+
+def _no_setup_context(function: str, transforms: tuple[str, ...]) -> tuple[Known, ...]:
+    reason = (f"brevitas' STE autograd.Functions (ops/autograd_ste_ops.py; here {function}) are written "
+              "forward(ctx, ...) without setup_context, which torch.func requires")
+    return tuple(Known(transform=t, cause="autograd-function-without-setup_context", reason=reason,
+                       link=f"{SOURCE}/ops/autograd_ste_ops.py") for t in transforms)
+
+
+_JIT_SCRIPT = Known(transform="jit_script", cause="jit-unsupported", link=f"{SOURCE}/common.py",
+                    reason="TorchScript cannot compile the quant proxies' export_mode property: its setter assigns "
+                           "self.export_mode again ('method __export_mode_setter is called recursively')")
+_JIT_TRACE = Known(transform="jit_trace", check="preserves_grad", cause="transform-changed-grad",
+                   link=f"{SOURCE}/function/ops_ste.py",
+                   reason="while torch.jit tracing, brevitas' *_ste functions return the plain op (torch.round, "
+                          "binary_sign, ...) instead of the STE autograd.Function (a choice for ONNX export), so the "
+                          "traced module's straight-through gradients become zero")
+_COMMON = (_PICKLE, _JIT_SCRIPT, _JIT_TRACE)
+_FUNC = ("vmap", "grad", "jvp")
+_PER_SAMPLE = _FUNC + ("per_sample_grad", "opacus_hooks", "opacus_functorch")
+
+
+def _subject(name: str, spec: str, build, **fields) -> Subject:
+    return Subject(id=f"brevitas.{name}", spec=spec, build=build, library=LIBRARY, requires=REQUIRES, **fields)
+
+
+def subjects() -> Iterator[Subject]:
+    per_tensor = dict(zero_point=0, rounding="half_even", channel_dim=None, scale=_SCALES)
+    yield _subject("QuantIdentity[binary]", "quant.sign_clipped_ste", build_identity_binary,
+                   fixed={"zero_value": 1.0, "threshold": 1.0, "inclusive": True},
+                   known=(*_COMMON, *_no_setup_context("BinarySignSteFn", _FUNC)))
+    yield _subject("QuantIdentity[ternary]", "quant.uniform", build_identity_ternary,
+                   fixed=dict(per_tensor, bits=2, signed=True, narrow_range=True),
+                   known=(*_COMMON, *_no_setup_context("RoundSteFn", _FUNC)))
+    yield _subject("QuantIdentity[int]", "quant.uniform", build_identity_int,
+                   fixed=dict(per_tensor, bits=st.integers(2, 4), signed=True, narrow_range=False),
+                   known=(*_COMMON, *_no_setup_context("RoundSteFn", _FUNC)))
+    yield _subject("QuantReLU", "quant.uniform", build_relu,
+                   fixed=dict(per_tensor, bits=st.integers(1, 4), signed=False, narrow_range=False),
+                   not_applicable={"grad_matches_spec": "QuantReLU quantizes relu(x): its gradient is 0 for "
+                                   "-scale/2 < x <= 0, where the quantizer's STE (the spec) passes it; a different "
+                                   "op by design, the forward is the spec's"},
+                   known=(*_COMMON, *_no_setup_context("RoundSteFn", _FUNC)))
+    binary = dict(input_quant="none", zero_value=1.0, weight_scaling="none", bias=True)
+    yield _subject("QuantLinear[binary]", "layer.binary_linear", build_linear_binary, fixed=binary,
+                   param_map={"weight": "weight", "bias": "bias"},
+                   known=(*_COMMON, *_no_setup_context("BinarySignSteFn", _PER_SAMPLE)))
+    yield _subject("QuantConv2d[binary]", "layer.binary_conv2d", build_conv2d_binary,
+                   fixed=dict(binary, pad_value=0.0), param_map={"weight": "weight", "bias": "bias"},
+                   known=(*_COMMON, *_no_setup_context("BinarySignSteFn", _PER_SAMPLE)))
