@@ -11,9 +11,9 @@ stamp=.venv/.conformance-installed
 wanted=$(cat pyproject.toml constraints.txt scripts/setup.sh scripts/install-libraries.sh | sha1sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
   echo "setup: installing (torch pinned, see constraints.txt)" >&2
-  python -m pip install --quiet --upgrade pip >&2 || true
-  python -m pip install --quiet -c constraints.txt -e . >&2
-  bash scripts/install-libraries.sh >&2
+  quiet() { { grep -v "is ignored: it is neither a file nor a directory" || true; } >&2; }
+  python -m pip install --quiet -c constraints.txt -e . 2>&1 | quiet
+  bash scripts/install-libraries.sh 2>&1 | quiet
   echo "$wanted" > "$stamp"
 fi
 export CONFORMANCE_CACHE_DIR="${CONFORMANCE_CACHE_DIR:-$PWD/.cache}"

@@ -44,6 +44,16 @@ def _load(module: nn.Module, values: dict[str, torch.Tensor]) -> nn.Module:
     return module
 
 
+def _forget_layer_recipes() -> None:
+    """Drop bitorch's strong references to every QLinear/QConv built so far (kept for ``convert_layers_to``, which no
+    transform uses), through its own ``LayerRegistry.clear``. Without this a CI worker keeps every layer and model
+    hypothesis ever built alive: 17 GB after ~100 LeNet cells."""
+    from bitorch.layers.register import all_layer_registries
+
+    for registry in all_layer_registries():
+        registry.clear()
+
+
 def _quantization(name: str, example: Example):
     from bitorch import quantizations as q
 
@@ -78,6 +88,7 @@ def build_qlinear(example: Example) -> nn.Module:
     out_features, in_features = example.params["weight"].shape
     layer = QLinear(in_features, out_features, bias=True, input_quantization="sign", weight_quantization="sign",
                     gradient_cancellation_threshold=example.hyper["threshold"])
+    _forget_layer_recipes()
     return _load(layer, {"weight": example.params["weight"], "bias": example.params["bias"]})
 
 
@@ -91,6 +102,7 @@ def build_qconv2d(example: Example) -> nn.Module:
                     dilation=h["dilation"], groups=h["groups"], bias=False, pad_value=h["pad_value"],
                     input_quantization="sign", weight_quantization="sign",
                     gradient_cancellation_threshold=h["threshold"])
+    _forget_layer_recipes()
     return _load(layer, {"weight": weight})
 
 
@@ -101,6 +113,7 @@ def build_lenet(example: Example) -> nn.Module:
     with torch.random.fork_rng():
         torch.manual_seed(0)
         model = LeNet(input_shape=[1, example.x.shape[1], example.x.shape[2], example.x.shape[3]], num_classes=10)
+    _forget_layer_recipes()
     # Evaluation mode: BatchNorm in training mode couples the samples of a batch (no per-sample gradient exists,
     # Opacus rejects it) and BatchNorm1d refuses a batch of one; bitorch's quantizers do not depend on the mode.
     return model.eval()
@@ -126,6 +139,7 @@ _DEEPCOPY_REASON = ("QLinear/QConv2d are LayerContainers whose __getattr__ reads
 def _container_known() -> tuple[Known, ...]:
     link = f"{SOURCE}/layers/extensions/layer_container.py"
     return (
+        _JIT_SCRIPT,
         Known(transform="deepcopy*", cause="deepcopy-getattr-recursion", reason=_DEEPCOPY_REASON, link=SEED_000),
         Known(transform="pickle*", cause="pickle-failed", reason="LayerContainer fakes __class__ (a property "
               "returning the wrapped layer's class), so pickle's __reduce_ex__ emits that class for an object whose "
@@ -154,6 +168,12 @@ def _steheaviside_known() -> tuple[Known, ...]:
     )
 
 
+_OPACUS_DEEPCOPY = Known(transform="opacus_*", cause="deepcopy-getattr-recursion", link=SEED_000,
+                         reason="Opacus computes per-sample gradients of a layer it has no sampler for through "
+                                "functorch, whose make_functional deep-copies the layer: the LayerContainer "
+                                "KeyError of the deepcopy cells")
+
+
 def _threshold_zero_known(function: str) -> Known:
     return Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch",
                  reason=f"QActivation documents gradient_cancellation_threshold=0 as 'disabled', but __init__ does "
@@ -179,7 +199,10 @@ def subjects() -> Iterator[Subject]:
                    known=(_JIT_SCRIPT, *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("QActivation[approxsign]", "quant.approx_sign", _qactivation("approxsign", False), fixed=sign,
                    known=(_JIT_SCRIPT, *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
-    yield _subject("QActivation[swishsign]", "quant.swish_sign", _qactivation("swishsign", False), fixed=sign,
+    # beta <= 2 keeps SwishSign's gradient above tolerance on 1 < |x| <= 4 (at beta 5 it vanishes past |x| ~ 2.5,
+    # which would make the cancellation finding depend on the drawn x).
+    yield _subject("QActivation[swishsign]", "quant.swish_sign", _qactivation("swishsign", False),
+                   fixed=dict(sign, beta=st.sampled_from([1.0, 2.0])),
                    known=(_threshold_zero_known("SwishSign"), _JIT_SCRIPT,
                           *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("QActivation[inputdorefa]", "quant.dorefa_activation", _qactivation("inputdorefa", False),
@@ -194,22 +217,36 @@ def subjects() -> Iterator[Subject]:
                    known=(_JIT_SCRIPT, *_functorch_known("WeightDoReFaFunction", _FUNC_TRANSFORMS)))
 
     layer = dict(input_quant="clipped_ste", threshold=_THRESHOLDS, zero_value=1.0, weight_scaling="none")
-    per_sample = ("vmap", "grad", "jvp", "per_sample_grad", "opacus_hooks", "opacus_functorch")
+    per_sample = ("vmap", "grad", "jvp", "per_sample_grad")
     yield _subject("QLinear", "layer.binary_linear", build_qlinear, fixed=dict(layer, bias=True),
                    param_map={"weight": "weight", "bias": "bias"},
-                   known=(*_container_known(), *_functorch_known("GradientCancellation", per_sample)))
+                   known=(*_container_known(), _OPACUS_DEEPCOPY,
+                          *_functorch_known("GradientCancellation", per_sample)))
     conv = dict(layer, bias=False)
     yield _subject("QConv2d", "layer.binary_conv2d", build_qconv2d,
                    fixed=dict(conv, pad_value=st.sampled_from([-1.0, 1.0])), param_map={"weight": "weight"},
-                   known=(*_container_known(), *_functorch_known("GradientCancellation", per_sample)))
+                   known=(*_container_known(), _OPACUS_DEEPCOPY,
+                          *_functorch_known("GradientCancellation", per_sample)))
     yield _subject("QConv2d[pad_value=0]", "layer.binary_conv2d", build_qconv2d,
                    fixed=dict(conv, pad_value=0.0, padding=1), param_map={"weight": "weight"},
                    known=(Known(transform="eager", check="*_matches_spec", cause="forward-mismatch",
                                 reason="QConv2d_NoAct does 'pad_value or config.padding_value', so an explicit "
                                        "pad_value=0.0 pads the binarized input with -1.0",
                                 link=f"{SOURCE}/layers/qconv2d.py"),
-                          *_container_known(), *_functorch_known("GradientCancellation", per_sample)))
+                          *_container_known(), _OPACUS_DEEPCOPY,
+                          *_functorch_known("GradientCancellation", per_sample)))
     yield _subject("LeNet", "model.image_classifier", build_lenet, fixed={"batch": 2, "channels": 1, "size": 28},
                    param_map={"conv1.weight": "_model.0.weight", "qconv.weight": "_model.4.weight",
                               "qlinear.weight": "_model.10.weight", "fc.weight": "_model.13.weight"},
-                   known=(*_container_known(), *_functorch_known("GradientCancellation", per_sample)))
+                   not_applicable={"eager:output_dtype": "check_output_dtype reads the spec's output dtype, which an "
+                                   "opaque model (fn=None) does not have: it raises AttributeError in the harness",
+                                   "compile_inductor": "inductor compiles the whole model's forward+backward in ~30 s "
+                                   "per example on one CPU thread, over the CI cell budget; compile_aot_eager covers "
+                                   "dynamo's capture of the model",
+                                   "compile_dynamic": "as compile_inductor (inductor, whole model, over the CI budget)"},
+                   known=(*_container_known(),
+                          Known(transform="opacus_*", cause="opacus-failed", link=SEED_000,
+                                reason="LeNet has BatchNorm layers (buffers), which Opacus' strict GradSampleModule "
+                                       "refuses; the seed ran ModuleValidator.fix first (bitorch's own per-sample "
+                                       "failure shows under per_sample_grad and vmap)"),
+                          *_functorch_known("GradientCancellation", per_sample)))

@@ -193,7 +193,7 @@ def subjects() -> Iterator[Subject]:
     yield Subject(id="norse.LIFCell", spec="neuron.norse_lif", build=build_lif_cell,
                   fixed={**super_fixed, "detach_reset": False},
                   known=(_DTYPE, *_known_compile("lif"), *_known_pickle("LIFParameters"),
-                         *_known_state_dict(("preserves_forward", "preserves_grad"), "lif"),
+                         *_known_state_dict(("preserves_grad",), "lif"),
                          Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py"),
                          *_known_superspike()),
                   **common)

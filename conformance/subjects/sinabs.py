@@ -127,7 +127,7 @@ _GB_REASON = ("the forward passes the spike_fn class and the surrogate dataclass
               "autograd.Function.apply, where dynamo cannot take python_type() of them")
 
 
-def _known_neuron(*, float64_grad: bool, checkpoint: bool, learnable: bool) -> tuple[Known, ...]:
+def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
     lif = f"{_SRC}/layers/functional/lif.py"
     known = [
         Known("eager", "output_dtype", dtype="float64", cause="dtype-mismatch", link=_SPIKE,
@@ -152,38 +152,54 @@ def _known_neuron(*, float64_grad: bool, checkpoint: bool, learnable: bool) -> t
         Known("vmap", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE),
         Known("grad", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE),
         Known("jvp", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE),
+        Known("export", "no_state_leak", cause="state-leak", link=f"{_SRC}/layers/lif.py",
+              reason="LIF.forward stores self.firing_rate = spikes.mean() as a plain tensor attribute, so tracing "
+                     "leaves a FakeTensor on the layer"),
+        Known("jit_script", cause="jit-unsupported", link=f"{_SRC}/layers/lif.py",
+              reason="TorchScript cannot compile the layer's properties (_param_dict, alpha_mem_calculated) and the "
+                     "autograd.Function spike_fn it calls"),
+        Known("checkpoint", "state_matches_eager", cause="state-advanced-twice", link=_LAYER,
+              reason="checkpoint's recomputation runs the forward again, and reset_states() zeroes the v_mem buffer "
+                     "(the state the first forward left) in place"),
     ]
-    if float64_grad:
-        known.append(Known("eager", "grad_matches_spec", dtype="float64", cause="grad-mismatch", link=_SPIKE,
-                           reason="the spikes are cast to float32 (.float()), so in float64 the gradient flowing back "
-                                  "through them carries float32 rounding"))
-    if checkpoint:
-        known.append(Known("checkpoint", "state_matches_eager", cause="state-advanced-twice", link=_LAYER,
-                           reason="checkpoint's recomputation runs the forward again, and reset_states() zeroes the "
-                                  "v_mem buffer (the state the first forward left) in place"))
     if learnable:
+        opacus = ("Opacus refuses a trainable layer that also holds buffers (the v_mem state): 'Model contains a "
+                  "trainable layer with buffers that Opacus doesn't currently support'")
         known += [Known("per_sample_grad", cause="autograd-function-without-setup_context", reason=_OLD_STYLE,
-                        link=_SPIKE)]
+                        link=_SPIKE),
+                  Known("opacus_*", cause="opacus-failed", reason=opacus, link=_LAYER)]
     return tuple(known)
 
 
 def _known_surrogate() -> tuple[Known, ...]:
-    return tuple(Known(t, cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE)
-                 for t in ("vmap", "grad", "jvp"))
+    dtype = "SingleSpike returns .float() spikes: float32 whatever the input dtype"
+    return (*(Known(t, cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE)
+              for t in ("vmap", "grad", "jvp")),
+            Known("eager", "output_dtype", dtype="float64", cause="dtype-mismatch", reason=dtype, link=_SPIKE),
+            Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", reason=dtype, link=_SPIKE))
+
+
+#: sinabs ships its spike functions as autograd.Function classes, not modules: there is no module to script.
+_SURROGATE_NOT_APPLICABLE = {
+    "jit_script": "sinabs' spike functions are torch.autograd.Function classes (no module of their own); TorchScript "
+                  "cannot compile autograd.Function",
+}
 
 
 def subjects() -> Iterator[Subject]:
     common = dict(library=LIBRARY, requires=REQUIRES)
     batch_major = {"time_dim": 1}
     yield Subject(id="sinabs.IAF", spec="neuron.sinabs_iaf", build=build_iaf, fixed=batch_major,
-                  known=_known_neuron(float64_grad=True, checkpoint=True, learnable=False), **common)
+                  known=_known_neuron(learnable=False), **common)
     yield Subject(id="sinabs.IAFSqueeze", spec="neuron.sinabs_iaf", build=build_iaf_squeeze, fixed=batch_major,
-                  known=_known_neuron(float64_grad=True, checkpoint=False, learnable=False), **common)
+                  known=_known_neuron(learnable=False), **common)
     yield Subject(id="sinabs.LIF", spec="neuron.sinabs_lif", build=build_lif, fixed=batch_major,
                   param_map={"tau_mem": "layer.tau_mem"},
-                  known=_known_neuron(float64_grad=False, checkpoint=False, learnable=True), **common)
+                  known=_known_neuron(learnable=True), **common)
     # SingleSpike fires at v_mem >= threshold
     yield Subject(id="sinabs.SingleSpike[SingleExponential]", spec="surrogate.single_exponential",
-                  build=build_single_exponential, fixed={"strict": False}, known=_known_surrogate(), **common)
+                  build=build_single_exponential, fixed={"strict": False}, known=_known_surrogate(),
+                  not_applicable=_SURROGATE_NOT_APPLICABLE, **common)
     yield Subject(id="sinabs.SingleSpike[MultiGaussian]", spec="surrogate.multi_gaussian",
-                  build=build_multi_gaussian, fixed={"strict": False}, known=_known_surrogate(), **common)
+                  build=build_multi_gaussian, fixed={"strict": False}, known=_known_surrogate(),
+                  not_applicable=_SURROGATE_NOT_APPLICABLE, **common)

@@ -4,11 +4,11 @@
 Every quirk of the library lives in this adapter; snntorch is imported only inside ``build``.
 
 Neurons: the built module runs the snntorch layer over the time axis of ``x`` (``(T, B, N)``), one call per step,
-starting every forward from the state the layer's own ``reset_mem()`` gives (the per-instance reset of snntorch 1.0;
-``init_leaky()`` and friends are its deprecated aliases). ``init_hidden=False`` threads the state through the call
-arguments as snntorch's tutorials do; ``init_hidden=True`` lets the layer keep it. The class-level
-``reset_hidden()`` / ``snntorch.utils.reset(net)`` are not used: they walk ``SpikingNeuron.instances``, every neuron
-ever built in the process, so one cell would reset (and ``detach_()``) the state of every other cell's modules.
+resetting it with its own per-instance ``reset_mem()`` at the start of every forward (``init_leaky()`` and friends
+are deprecated aliases of it). ``init_hidden=False`` threads the state through the call arguments as snntorch's
+tutorials do, starting from zeros shaped like one step; ``init_hidden=True`` lets the layer keep it. The
+class-level ``reset_hidden()`` / ``snntorch.utils.reset(net)`` are not used: they walk ``SpikingNeuron.instances``,
+every neuron ever built in the process, so one cell would reset (and ``detach_()``) every other cell's modules.
 
 Parameters: the layer is built from the drawn values as Python floats (the documented constructor), then every spec
 parameter is copied into the parameter or buffer holding it, under ``torch.no_grad``; only those snntorch makes
@@ -248,6 +248,11 @@ def _float_spikes(transform: str = "eager", check: str = "output_dtype") -> tupl
 
 #: What every neuron subject shows (the layer's state handling and its spike functions).
 NEURON_KNOWN: tuple[Known, ...] = (
+    Known(transform="compile_dynamic", cause="compile-failed", link=f"{SURROGATE_SRC}#L194",
+          reason="with dynamic=True, dynamo crashes (AssertionError `lift_tracked_freevar_to_input should not be "
+                 "called on root SubgraphTracer`) while speculating the atan surrogate's ATan.backward inside the "
+                 "neuron step (`mem_reset`); the same neurons compile with fast_sigmoid, sigmoid or "
+                 "straight_through, and static-shape compiles pass"),
     *_float_spikes(),
     Known(transform="pickle*", cause="pickle-failed", link=f"{ISSUES}/420",
           reason="SpikingNeuron stores `spike_grad`, the closure a snntorch.surrogate factory returns "
@@ -255,19 +260,27 @@ NEURON_KNOWN: tuple[Known, ...] = (
     Known(transform="deepcopy_used", cause="deepcopy-non-leaf", link=f"{SOURCE}/_neurons/leaky.py#L210",
           reason="forward assigns the graph-connected membrane to the registered buffer `mem` "
                  "(`self.mem = self.state_function(input_)`), and copy.deepcopy refuses non-leaf tensors"),
-    Known(transform="functional_call", check="no_state_leak", cause="state-leak", link=f"{SOURCE}/_neurons/leaky.py#L186",
+    Known(transform="functional_call", check="no_state_leak", cause="state-leak",
+          link=f"{SOURCE}/_neurons/leaky.py#L186",
           reason="the layer keeps its last membrane in its own registered buffer `mem`, so a functional_call "
                  "(which only swaps parameters) still overwrites the module's buffers"),
     Known(transform="jit_script", cause="jit-unsupported", link=f"{NEURONS_SRC}#L194",
           reason="TorchScript cannot compile snntorch's neurons: the `reset_mechanism` property, the bound "
                  "`state_function` attribute and the autograd.Function spike closures are all unscriptable"),
-    Known(transform="export", check="no_state_leak", cause="state-leak", link=f"{SOURCE}/_neurons/leaky.py#L209",
-          reason="forward stores each step's reset signal as a plain tensor attribute (`self.reset = "
-                 "self.mem_reset(self.mem)`), which torch.export warns must be a buffer: after export the module "
-                 "still holds the tracer's FakeTensor in `neuron.reset`"),
     *_old_style_function("vmap", "grad", "jvp"),
 )
 PARAM_KNOWN: tuple[Known, ...] = _old_style_function("per_sample_grad")
+
+#: A finding recorded as a skip, not an xfail: the leak is there for every example, and hypothesis then shrinks it
+#: through one torch.export per attempt (measured 170-330 s per cell on the 2-core host, past the 300 s cell limit).
+#: Turn it back into a Known entry once the runner stops shrinking cells covered by a known failure.
+EXPORT_LEAK = Known(
+    transform="export", check="no_state_leak", cause="state-leak", link=f"{SOURCE}/_neurons/leaky.py#L209",
+    reason="forward stores each step's reset signal as a plain tensor attribute (`self.reset = "
+           "self.mem_reset(self.mem)`), which torch.export warns must be a buffer: after export the module still "
+           "holds the tracer's FakeTensor in `neuron.reset`")
+NEURON_NOT_RUN = {"export:no_state_leak": "known finding, not re-run (shrinking it costs minutes): "
+                                          f"{EXPORT_LEAK.reason} ({EXPORT_LEAK.link})"}
 #: Opacus, for a layer whose learnable tensors sit next to its buffers.
 OPACUS_BUFFERS: tuple[Known, ...] = (
     Known(transform="opacus_*", cause="opacus-failed", link=f"{NEURONS_SRC}#L131",
@@ -279,12 +292,13 @@ OPACUS_BUFFERS: tuple[Known, ...] = (
 _TENSOR_BRANCH = ("with reset_delay=False, forward branches on the tensor buffer `reset_mechanism_val` "
                   "(`if self.reset_mechanism_val == 0:`), a data-dependent branch that dynamo cannot trace (graph "
                   "break gb0170; the suite's classifier files it under data-dependent-item)")
+_TENSOR_BRANCH_EXPORT = ("with reset_delay=False, forward branches on the tensor buffer `reset_mechanism_val` "
+                         "(`if self.reset_mechanism_val == 0:`), a data-dependent guard torch.export cannot resolve")
 NO_RESET_DELAY_KNOWN: tuple[Known, ...] = (
     Known(transform="compile_*", cause="data-dependent-item", reason=_TENSOR_BRANCH,
           link=f"{SOURCE}/_neurons/leaky.py#L226"),
     Known(transform="export", cause="data-dependent-item", link=f"{SOURCE}/_neurons/leaky.py#L226",
-          reason=_TENSOR_BRANCH.replace("dynamo cannot trace (graph break gb0170; the suite's classifier files it "
-                                        "under data-dependent-item)", "torch.export cannot guard on")),
+          reason=_TENSOR_BRANCH_EXPORT),
     Known(transform="checkpoint", check="state_matches_eager", cause="state-advanced-twice",
           link=f"{SOURCE}/_neurons/leaky.py#L222",
           reason="with reset_delay=False the last write to the state (`self.mem = self.mem - do_reset * "
@@ -293,17 +307,44 @@ NO_RESET_DELAY_KNOWN: tuple[Known, ...] = (
 )
 
 
-_RSYNAPTIC_RESET = ("RSynaptic's reset_delay=False branch applies the reset to its `spk`/`mem` *arguments* in a local "
-               "variable (`mem = mem - do_reset * self.threshold`), never to the new state `self.mem`, so the "
-               "documented same-step reset never happens (with the empty state of a fresh init_rsynaptic() it "
-               "raises a shape error instead)")
+_STALE_SPIKE = Known(
+    transform="checkpoint", check="state_matches_eager", cause="state-advanced-twice",
+    link=f"{SOURCE}/_neurons/rleaky.py#L342",
+    reason="the last write to the state, `self.spk = self.fire(self.mem)` (the spike fed back at the next step), "
+           "comes after the last tensor saved for backward, so checkpoint's recomputation, which stops once those "
+           "are rebuilt, leaves the module attribute `spk` at the previous step's value")
+
+
+_RSYNAPTIC_RESET = ("RSynaptic's reset_delay=False branch applies the reset to its `spk`/`mem` *arguments* in a "
+                    "local variable (`mem = mem - do_reset * self.threshold`), never to the new state `self.mem`, so "
+                    "the documented same-step reset never happens (with the empty state of a fresh init_rsynaptic() "
+                    "it raises a shape error instead)")
 RSYNAPTIC_NO_RESET_DELAY: tuple[Known, ...] = (
-    *(Known(transform="eager", check="*_matches_spec", dtype=dtype, cause="forward-mismatch",
-            link=f"{SOURCE}/_neurons/rsynaptic.py#L366", reason=_RSYNAPTIC_RESET) for dtype in ("float32", "float64")),
+    _STALE_SPIKE,
+    # The gradient shows it for every example (the spec's same-step reset carries the surrogate gradient of the spike;
+    # with atan that is never zero); the spikes only when a missed reset changes a later spike.
+    Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch",
+          link=f"{SOURCE}/_neurons/rsynaptic.py#L366", reason=_RSYNAPTIC_RESET),
     Known(transform="compile_*", cause="data-dependent-item", reason=_TENSOR_BRANCH,
           link=f"{SOURCE}/_neurons/rsynaptic.py#L371"),
     Known(transform="export", cause="data-dependent-item", link=f"{SOURCE}/_neurons/rsynaptic.py#L371",
-          reason=NO_RESET_DELAY_KNOWN[1].reason),
+          reason=_TENSOR_BRANCH_EXPORT),
+)
+
+
+RLEAKY_KNOWN: tuple[Known, ...] = (
+    _STALE_SPIKE,
+    *(Known(transform="eager", dtype=dtype, cause="forward-raised", link=f"{ISSUES}/421",
+            reason="the float32 spike of step t (`(input_ > 0).float()`) is fed back into the recurrent nn.Linear "
+                   f"held in {dtype}, which raises `mat1 and mat2 must have the same dtype` from the second step on")
+      for dtype in ("float64", "bfloat16")),
+    Known(transform="opacus_hooks", cause="transform-changed-grad", link=f"{SOURCE}/_neurons/rleaky.py#L398",
+          reason="Opacus applies one batch_first flag to every submodule: with time-major input (batch_first=False) "
+                 "the recurrent nn.Linear, called once per step on (B, N) spikes, has its batch on dim 0, so the "
+                 "per-sample gradients come out with the wrong axes"),
+    Known(transform="opacus_functorch", cause="opacus-failed", link=f"{SOURCE}/_neurons/rleaky.py#L398",
+          reason="Opacus' functorch mode vmaps the recurrent nn.Linear over the axis batch_first=False names "
+                 "(dim 1 of its (B, N) per-step input), so the matmul shapes no longer agree"),
 )
 
 
@@ -337,9 +378,13 @@ SURROGATE_SPECIFIC: dict[str, tuple[Known, ...]] = {
 
 def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_map: Mapping[str, str] | None = None,
             known: tuple[Known, ...] = ()) -> Subject:
-    return Subject(id=f"snntorch.{variant}", spec=spec, build=build, fixed={"time_dim": 0, **fixed},
+    # snntorch's default surrogate, atan (spike_grad=None when surrogate_alpha is drawn as None), for every neuron: the
+    # other surrogates are subjects of their own, and atan alone decides the compile_dynamic cells (see ATAN_DYNAMIC).
+    return Subject(id=f"snntorch.{variant}", spec=spec, build=build,
+                   fixed={"time_dim": 0, "surrogate": "atan", **fixed},
                    param_map=dict(param_map or {}), library=LIBRARY, requires=("snntorch",),
-                   known=known + NEURON_KNOWN + (PARAM_KNOWN if param_map else ()))
+                   known=known + NEURON_KNOWN + (PARAM_KNOWN if param_map else ()),
+                   not_applicable=dict(NEURON_NOT_RUN))
 
 
 def _surrogate(name: str, known: tuple[Known, ...] = ()) -> Subject:
@@ -365,7 +410,8 @@ def subjects() -> Iterator[Subject]:
     yield _neuron("Alpha", "neuron.alpha", build_alpha, fixed={})
     yield _neuron("Lapicque", "neuron.lapicque", build_lapicque, fixed={})
     yield _neuron("RLeaky", "neuron.rleaky", build_rleaky, fixed={"all_to_all": True, "reset_delay": True},
-                  param_map={"V": "neuron.recurrent.weight", "recurrent_bias": "neuron.recurrent.bias"})
+                  param_map={"V": "neuron.recurrent.weight", "recurrent_bias": "neuron.recurrent.bias"},
+                  known=RLEAKY_KNOWN)
     # reset_delay=False: the spec documents what it should do; snntorch's RSynaptic code for it is a silent no-op.
     yield _neuron("RSynaptic[reset_delay=False]", "neuron.rsynaptic", build_rsynaptic,
                   fixed={"all_to_all": False, "reset_delay": False, "reset_mechanism": "subtract"},

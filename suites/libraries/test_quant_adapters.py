@@ -90,3 +90,12 @@ def test_brevitas_binary_linear_uses_unscaled_signs_of_the_loaded_weight():
     expected = binary.binary_linear(example.x.float(), weight.float(), example.params["bias"].float(),
                                     input_quant="none")
     torch.testing.assert_close(module(example.x.float()), expected)
+
+
+def test_bitorch_builds_leave_no_layer_in_bitorchs_registries():
+    pytest.importorskip("bitorch")
+    from bitorch.layers.register import all_layer_registries
+
+    bitorch_adapters.build_qconv2d(conv_example(pad_value=-1.0))
+    bitorch_adapters.build_lenet(Example(torch.zeros(1, 1, 28, 28), {}, {}))
+    assert all(not registry.layer_instances for registry in all_layer_registries())

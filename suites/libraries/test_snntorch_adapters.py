@@ -97,3 +97,24 @@ def test_surrogate_module_pickles_by_reference_to_the_factory():
     module = adapters.build_surrogate("atan")(Example(torch.zeros(2), {}, {"alpha": 2.0, "strict": True}))
     clone = pickle.loads(pickle.dumps(module))
     assert clone.factory is snntorch.surrogate.atan and clone.kwargs == {"alpha": 2.0}
+
+
+def test_rsynaptic_rollout_passes_step_shaped_state():
+    # RSynaptic's reset_delay=False branch reads its state arguments: an empty state would raise there.
+    x = torch.tensor([[[1.5, 0.2]], [[0.1, 0.9]]], dtype=torch.float64)
+    params = {name: torch.tensor(value, dtype=torch.float64)
+              for name, value in {"alpha": 0.5, "beta": 0.7, "threshold": 1.0, "V": 0.3}.items()}
+    hyper = {"all_to_all": False, "reset_mechanism": "subtract", "reset_delay": False, "surrogate": "atan",
+             "surrogate_alpha": None, "time_dim": 0}
+    module = adapters.build_rsynaptic(Example(x, params, hyper))
+    assert module.get_parameter("neuron.V").item() == pytest.approx(0.3)
+    assert module(x.float()).shape == x.shape
+
+
+def test_known_failures_name_registered_causes_and_evidence():
+    from conformance.causes import CAUSES
+
+    for subject in adapters.subjects():
+        for known in subject.known:
+            assert known.cause in CAUSES, (subject.id, known)
+            assert known.reason and known.link.startswith("https://github.com/jeshraghian/snntorch/")
