@@ -188,7 +188,8 @@ def check_preserves_grad(ctx: Context, out: Outcome, truth: Truth, transform: st
 def check_output_dtype(ctx: Context, out: Outcome, truth: Truth, transform: str) -> int:
     """The output dtype is the declared one (the input's unless the spec fixes it)."""
     # Integer outputs (packed words) must carry exactly the spec's integer dtype.
-    expected = truth.y.dtype if not truth.y.is_floating_point() else (ctx.spec.output_dtype or ctx.dtype)
+    declared = ctx.spec.output_dtype or ctx.dtype
+    expected = truth.y.dtype if truth.y is not None and not truth.y.is_floating_point() else declared
     if out.y.dtype != expected:
         raise CheckFailed("dtype-mismatch", f"output dtype {out.y.dtype} != declared {expected}")
     return 0

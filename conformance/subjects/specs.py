@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 from torch import nn
 
-from ..types import Example, Known, Subject
+from ..types import Example, Subject
 
 #: Cells inapplicable to every spec subject, by design.
 SPEC_NOT_APPLICABLE = {
@@ -47,16 +47,10 @@ SPEC_FIXED = {
 }
 
 
-#: Known failures of the specs themselves: numerical limits of a formula in a low precision, with the evidence.
-SPEC_KNOWN = {
-    "neuron.alpha": (
-        Known(transform="eager", check="grad_matches_spec", dtype="bfloat16", cause="grad-mismatch",
-              reason="the Alpha neuron's time constant log(a)/(log(b)-log(a)) + 1 cancels catastrophically in "
-                     "bfloat16 (8 mantissa bits), so the d/dalpha gradient of the spec run in bfloat16 is off by "
-                     "up to ~2x from float64 even though every op follows the formula",
-              link="reference/neurons.py (alpha_neuron docstring); snntorch/_neurons/alpha.py"),
-    ),
-}
+#: Known failures of the specs themselves (numerical limits of a formula in a low precision), with evidence.
+#: Empty: the Alpha neuron's bfloat16 gradient, ill-conditioned through log(a)/(log(b)-log(a)), passes on the
+#: examples drawn since they keep alpha - beta >= 0.25 (conformance/specs_neuron.py).
+SPEC_KNOWN: dict = {}
 
 
 #: Cells inapplicable to one spec, by design.
