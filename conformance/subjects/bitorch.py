@@ -21,6 +21,7 @@ import torch
 from hypothesis import strategies as st
 from torch import nn
 
+from . import load_parameters as _load
 from ..types import Example, Known, Subject
 
 LIBRARY = "bitorch"
@@ -33,15 +34,6 @@ _THRESHOLDS = st.sampled_from([0.5, 1.0, 2.0])
 
 
 # ------------------------------------------------------------------------------------------------ adapters
-
-
-def _load(module: nn.Module, values: dict[str, torch.Tensor]) -> nn.Module:
-    """Copy the example's tensors into the module's parameters (by dotted path)."""
-    with torch.no_grad():
-        for path, value in values.items():
-            target = module.get_parameter(path)
-            target.copy_(value.to(target.dtype))
-    return module
 
 
 def _forget_layer_recipes() -> None:

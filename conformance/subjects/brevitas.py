@@ -29,6 +29,7 @@ import torch
 from hypothesis import strategies as st
 from torch import nn
 
+from . import load_parameters as _load
 from ..types import Example, Known, Subject
 
 LIBRARY = "brevitas"
@@ -37,14 +38,6 @@ SOURCE = "https://github.com/Xilinx/brevitas/blob/v0.13.4/src/brevitas"
 
 #: Powers of two: exact as scale and as max_val in every dtype.
 _SCALES = st.sampled_from([0.25, 0.5, 1.0])
-
-
-def _load(module: nn.Module, values: dict[str, torch.Tensor]) -> nn.Module:
-    with torch.no_grad():
-        for path, value in values.items():
-            target = module.get_parameter(path)
-            target.copy_(value.to(target.dtype))
-    return module
 
 
 def _max_val(hyper) -> float:
