@@ -1,0 +1,152 @@
+"""``python -m conformance.bench run|gate|accept``: see :mod:`conformance.bench` and docs/benchmarks.md.
+
+    python -m conformance.bench run --profile quick --out reports/bench/latest-cpu.json
+    python -m conformance.bench gate --profile quick           # exit 1 when a ratio regressed past the threshold
+    python -m conformance.bench gate --results reports/bench/latest-cpu.json   # judge a recorded run, no measuring
+    python -m conformance.bench accept --results run1.json run2.json run3.json  # their median is the new baseline
+
+Exit status: 0 ok; 1 a confirmed regression (gate); 2 usage error or unreadable file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from . import gate
+from .cases import PROFILES
+
+BENCH_DIR = Path("reports") / "bench"
+#: Repeats and seconds per sample of each profile, chosen from the noise experiment (docs/benchmarks.md).
+SETTINGS = {"quick": {"repeats": gate.REPEATS, "sample_s": gate.SAMPLE_S},
+            "full": {"repeats": 2 * gate.REPEATS, "sample_s": 2 * gate.SAMPLE_S}}
+
+
+def default_baseline(device: str) -> Path:
+    return BENCH_DIR / f"baseline-{device}.json"
+
+
+def default_latest(device: str) -> Path:
+    return BENCH_DIR / f"latest-{device}.json"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m conformance.bench", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def measuring(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--profile", choices=PROFILES, default="quick",
+                       help="quick: one size per family (CI); full: every size and compiled/eager (releases)")
+        p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+        p.add_argument("--subjects", action="append", metavar="GLOB",
+                       help="only subjects matching this fnmatch pattern (repeatable)")
+        p.add_argument("--repeats", type=int, default=None, help="interleaved repeats per case (default: profile's)")
+        p.add_argument("--sample-s", type=float, default=None, help="seconds per timed sample (default: profile's)")
+        p.add_argument("--threads", type=int, default=1, help="torch CPU threads (the baseline is recorded with 1)")
+        p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
+        p.add_argument("--slowdown", action="append", default=[], metavar="GLOB=FRACTION",
+                       help="experiments only: make matching subjects FRACTION slower (e.g. 'norse.*=0.25')")
+        p.add_argument("--quiet", action="store_true", help="no per-case progress lines")
+
+    run = commands.add_parser("run", help="measure and write the results JSON")
+    measuring(run)
+    run.add_argument("--out", type=Path, default=None, help="results file (default reports/bench/latest-DEVICE.json)")
+
+    check = commands.add_parser("gate", help="measure (or read --results), compare with the baseline, exit 1 on a "
+                                             "confirmed regression")
+    measuring(check)
+    check.add_argument("--results", type=Path, default=None, help="judge this recorded run instead of measuring")
+    check.add_argument("--baseline", type=Path, default=None, help="default reports/bench/baseline-DEVICE.json")
+    check.add_argument("--out", type=Path, default=None, help="where the measured results go (default latest)")
+    check.add_argument("--threshold", type=float, default=gate.THRESHOLD,
+                       help=f"fail when a ratio grows by more than this fraction (default {gate.THRESHOLD:g})")
+    check.add_argument("--no-confirm", action="store_true",
+                       help="fail on the first measurement; by default a case over the threshold is measured again "
+                            "and fails only when the second measurement is over it too")
+
+    accept = commands.add_parser("accept", help="write the baseline from recorded runs (median ratio per case)")
+    accept.add_argument("--results", type=Path, nargs="+", default=None,
+                        help="runs to merge (default reports/bench/latest-DEVICE.json)")
+    accept.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    accept.add_argument("--baseline", type=Path, default=None, help="default reports/bench/baseline-DEVICE.json")
+    return parser.parse_args(argv)
+
+
+def _slowdowns(specs: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for spec in specs:
+        pattern, _, fraction = spec.rpartition("=")
+        if not pattern:
+            raise SystemExit(f"--slowdown wants GLOB=FRACTION, got {spec!r}")
+        out[pattern] = float(fraction)
+    return out
+
+
+def measure(args: argparse.Namespace, only: Sequence[str] | None = None) -> dict:
+    """Run the profile (or only the case ids in ``only``) with the command line's settings."""
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    import torch
+
+    from .cases import cases, parse_id
+    from .timing import run
+
+    torch.set_num_threads(args.threads)
+    settings = SETTINGS[args.profile]
+    chosen = [parse_id(i) for i in only] if only is not None else cases(args.profile, args.subjects)
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    return run(chosen, profile=args.profile, device=args.device,
+               repeats=args.repeats or settings["repeats"], sample_s=args.sample_s or settings["sample_s"],
+               slowdown=_slowdowns(args.slowdown), memory=not args.no_memory, progress=progress)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.command == "accept":
+        paths = args.results or [default_latest(args.device)]
+        try:
+            runs = [gate.load(p) for p in paths]
+        except (OSError, ValueError) as error:
+            print(f"conformance.bench: {error}", file=sys.stderr)
+            return 2
+        target = args.baseline or default_baseline(args.device)
+        gate.write(target, gate.merge(runs))
+        print(f"conformance.bench: wrote {target} from {len(runs)} run(s)")
+        return 0
+    if args.command == "run":
+        results = measure(args)
+        out = args.out or default_latest(args.device)
+        gate.write(out, results)
+        print(f"conformance.bench: {len(results['entries'])} cases measured, {len(results['skipped'])} skipped "
+              f"in {results['duration_s']:.0f} s; wrote {out}")
+        return 0
+    baseline_path = args.baseline or default_baseline(args.device)
+    try:
+        baseline = gate.load(baseline_path)
+        if args.results is not None:
+            results = gate.load(args.results)
+        else:
+            results = measure(args)
+            gate.write(args.out or default_latest(args.device), results)
+    except (OSError, ValueError) as error:
+        print(f"conformance.bench: {error}", file=sys.stderr)
+        return 2
+    rows = gate.compare(baseline, results, threshold=args.threshold)
+    suspects = [row.id for row in rows if row.verdict == gate.SUSPECT]
+    confirmation = None
+    if suspects and not args.no_confirm and args.results is None:
+        print(f"conformance.bench: {len(suspects)} case(s) over the threshold; measuring them again", file=sys.stderr)
+        confirmation = measure(args, only=suspects)
+    rows = gate.confirm(rows, confirmation, threshold=args.threshold, required=not args.no_confirm
+                        and args.results is None)
+    print(gate.table(rows))
+    print(gate.summary(rows, threshold=args.threshold, baseline=str(baseline_path)))
+    return 1 if any(row.verdict == gate.REGRESSION for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

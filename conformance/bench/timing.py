@@ -1,0 +1,215 @@
+"""Measuring cases: interleaved repeats of subject and reference, the median of the per-repeat ratios, peak memory.
+
+Load on a shared machine comes and goes on a scale of seconds; one repeat times the subject and then the reference
+(or the other way round, alternating) back to back, each for about ``sample_s``, so both see the same load and the
+ratio of the two cancels most of it. The median over repeats drops the repeats a burst of load hit unevenly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+import torch
+
+from .cases import Case, Pair, Skip, build_pair, describe, selected
+
+MAX_LOOPS = 100_000
+SCHEMA = 1
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def calibrate(step: Callable[[], None], sample_s: float, device: str = "cpu") -> int:
+    """How many calls of ``step`` take about ``sample_s`` (at least one)."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        step()
+        _sync(device)
+        best = min(best, time.perf_counter() - started)
+        if best >= sample_s:
+            break
+    return max(1, min(MAX_LOOPS, round(sample_s / max(best, 1e-9))))
+
+
+def time_per_call(step: Callable[[], None], loops: int, device: str = "cpu") -> float:
+    _sync(device)
+    started = time.perf_counter()
+    for _ in range(loops):
+        step()
+    _sync(device)
+    return (time.perf_counter() - started) / loops
+
+
+def slowed(step: Callable[[], None], fraction: float, device: str = "cpu") -> Callable[[], None]:
+    """``step`` made ``fraction`` slower by spinning after it for ``fraction`` of the time it took: the artificial
+    regression of the noise experiment, proportional under any load."""
+
+    def slow_step() -> None:
+        started = time.perf_counter()
+        step()
+        _sync(device)
+        until = started + (time.perf_counter() - started) * (1.0 + fraction)
+        while time.perf_counter() < until:
+            pass
+
+    return slow_step
+
+
+@dataclass
+class Measurement:
+    ratio: float               # median over repeats of subject time / reference time
+    ratios: list[float]        # one per repeat, in order
+    subject_s: float           # median seconds per call
+    reference_s: float
+    loops: tuple[int, int]     # calls per sample (subject, reference)
+
+
+def measure(pair: Pair, *, repeats: int, sample_s: float, device: str = "cpu", slowdown: float = 0.0) -> Measurement:
+    """Interleaved timing of ``pair``: ``repeats`` back-to-back samples of each side, alternating which goes first."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    subject = slowed(pair.subject, slowdown, device) if slowdown else pair.subject
+    loops = (calibrate(subject, sample_s, device), calibrate(pair.reference, sample_s, device))
+    subject_times, reference_times = [], []
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()  # a collection inside one side's sample would be charged to it
+    try:
+        for i in range(repeats):
+            if i % 2 == 0:
+                subject_times.append(time_per_call(subject, loops[0], device))
+                reference_times.append(time_per_call(pair.reference, loops[1], device))
+            else:
+                reference_times.append(time_per_call(pair.reference, loops[1], device))
+                subject_times.append(time_per_call(subject, loops[0], device))
+    finally:
+        if enabled:
+            gc.enable()
+    ratios = [s / r for s, r in zip(subject_times, reference_times)]
+    return Measurement(statistics.median(ratios), ratios, statistics.median(subject_times),
+                       statistics.median(reference_times), loops)
+
+
+# ------------------------------------------------------------------------------------------------------ memory
+def _trim_heap() -> None:
+    """Hand freed heap pages back to the OS (glibc ``malloc_trim``), so the resident set starts at what is live and
+    a step that reuses freed blocks still raises the peak. Changing ``mallopt`` thresholds instead would change how
+    fast every allocation is, and with it the timings."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise OSError(f"{field} not in /proc/self/status")
+
+
+def peak_memory(step: Callable[[], None], device: str = "cpu") -> int | None:
+    """Bytes by which one call of ``step`` raises the peak above what was in use before it (CUDA: allocated by
+    the caching allocator; CPU: resident set size, reset through /proc/self/clear_refs). None where unavailable."""
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        step()
+        torch.cuda.synchronize()
+        return max(0, torch.cuda.max_memory_allocated() - before)
+    _trim_heap()
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")  # resets VmHWM (the peak RSS) to the current RSS
+        before = _status_kib("VmRSS")
+        step()
+        return max(0, _status_kib("VmHWM") - before) * 1024
+    except OSError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------------------- run
+def environment(device: str) -> dict:
+    from ..results import environment as cell_environment
+
+    env = dict(cell_environment())
+    env["threads"] = torch.get_num_threads()
+    env["cpu_model"] = _cpu_model()
+    if device == "cuda" and torch.cuda.is_available():
+        env["device_name"] = torch.cuda.get_device_name(0)
+    return env
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats: int, sample_s: float,
+        slowdown: Mapping[str, float] | None = None, memory: bool = True,
+        progress: Callable[[str], None] | None = None) -> dict:
+    """Measure every case; a case that cannot run is recorded under ``skipped`` with its reason, never raised.
+
+    ``slowdown`` maps a subject glob to an artificial slowdown fraction (for the noise experiment only).
+    Returns the results document (see :func:`conformance.bench.gate.load`)."""
+    case_list = list(case_list)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    clock = time.perf_counter()
+    entries: dict[str, dict] = {}
+    skipped: dict[str, str] = {}
+    for n, case in enumerate(case_list, 1):
+        fraction = next((f for pattern, f in (slowdown or {}).items() if selected(case.subject, [pattern])), 0.0)
+        try:
+            # Some layers print on every call (bitorch's STE heaviside): keep the log readable, the cost counted.
+            with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+                pair = build_pair(case, device)
+                result = measure(pair, repeats=repeats, sample_s=sample_s, device=device, slowdown=fraction)
+                mem = (peak_memory(pair.subject, device), peak_memory(pair.reference, device)) \
+                    if memory and case.mode == "forward+backward" else (None, None)
+        except Skip as reason:
+            skipped[case.id] = str(reason)
+            if progress:
+                progress(f"[{n}/{len(case_list)}] skip {case.id}: {reason}")
+            continue
+        except Exception as error:  # noqa: BLE001 - a subject failing mid-measurement is reported, not raised
+            skipped[case.id] = f"{case.mode} failed: {type(error).__name__}: {error}"[:300]
+            if progress:
+                progress(f"[{n}/{len(case_list)}] skip {case.id}: {skipped[case.id]}")
+            continue
+        finally:
+            pair = None  # free both modules before the next case's memory is measured
+        entries[case.id] = {**describe(case), "ratio": round(result.ratio, 5),
+                            "ratios": [round(r, 5) for r in result.ratios], "subject_s": result.subject_s,
+                            "reference_s": result.reference_s, "loops": list(result.loops),
+                            "mem_subject": mem[0], "mem_reference": mem[1],
+                            **({"slowdown": fraction} if fraction else {})}
+        if progress:
+            progress(f"[{n}/{len(case_list)}] {result.ratio:6.3f}  {case.id}  "
+                     f"({result.subject_s * 1e3:.3g} ms / {result.reference_s * 1e3:.3g} ms)")
+    return {"schema": SCHEMA, "kind": "conformance.bench", "profile": profile, "device": device,
+            "repeats": repeats, "sample_s": sample_s, "started": started,
+            "duration_s": round(time.perf_counter() - clock, 1), "env": environment(device),
+            "attempted": [c.id for c in case_list], "entries": entries, "skipped": skipped}
