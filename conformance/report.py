@@ -31,7 +31,7 @@ from tabulate import tabulate
 
 from . import expectations
 from .report_data import (JSON_SCHEMA_VERSION, WORST_FIRST, Diff, Loaded, build_model, diff, group, load,
-                          load_baseline, transform_sort_key)
+                          load_baseline, load_bench, transform_sort_key)
 from .report_html import MEANING, SYMBOLS, render
 from .results import DEFAULT_DIR
 
@@ -124,9 +124,29 @@ def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -
                          for r in model["runs"]],
                         ["run", "started (UTC)", "age", "devices", "torch", "suite sha", "cells shown"],
                         tablefmt="github"))
+    out += render_bench_markdown(model.get("bench") or [])
     if the_diff is not None:
         out += ["", render_diff_markdown(the_diff, limit=50)]
     return "\n".join(out) + "\n"
+
+
+def render_bench_markdown(bench: list[dict]) -> list[str]:
+    out = []
+    for run in bench:
+        out += ["", f"## Speed relative to the spec ({_md_escape(run['device'])}, {_md_escape(run['profile'])} profile)",
+                "", f"From `{_md_escape(run['source'])}`, {_md_escape(run['started'])}: median of interleaved "
+                "(subject time / spec time), or compiled / eager; peak MiB of one forward+backward.", ""]
+        rows = []
+        for library, items in run["libraries"].items():
+            for item in items:
+                memory = "" if item["mem_subject"] is None or item["mem_reference"] is None else \
+                    f"{item['mem_subject'] / 2**20:.1f} / {item['mem_reference'] / 2**20:.1f}"
+                rows.append([_md_escape(library), _md_escape(item["subject"]), _md_escape(item["size"]),
+                             _md_escape(item["mode"]), "" if item["ratio"] is None else f"{item['ratio']:.2f}×",
+                             memory])
+        out.append(tabulate(rows, ["library", "subject", "size", "mode", "ratio", "peak MiB subject / spec"],
+                            tablefmt="github", disable_numparse=True))
+    return out
 
 
 def render_diff_markdown(the_diff: Diff, limit: int | None = None) -> str:
@@ -215,10 +235,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="command that produces records when none exist ({python} and {results_dir} are "
                              f"substituted; default: {DEFAULT_RUN!r})")
     parser.add_argument("--quiet", action="store_true", help="print only problems and the diff summary")
+    parser.add_argument("--bench", nargs="+", metavar="FILE", default=None,
+                        help="benchmark results to show beside the matrix (python -m conformance.bench; default: "
+                             "reports/bench/latest-*.json, else reports/bench/baseline-*.json)")
+    parser.add_argument("--no-bench", action="store_true", help="show no benchmark section")
     args = parser.parse_args(argv)
     if args.fail_on_regression and not args.diff_against:
         parser.error("--fail-on-regression needs --diff-against")
     return args
+
+
+def default_bench() -> list[Path]:
+    """The latest benchmark run per device, or the checked-in baseline of a device that has none."""
+    folder = Path("reports") / "bench"
+    latest = {p.name[len("latest-"):]: p for p in sorted(folder.glob("latest-*.json"))}
+    baseline = {p.name[len("baseline-"):]: p for p in sorted(folder.glob("baseline-*.json"))}
+    return [latest.get(device) or baseline[device] for device in sorted(set(latest) | set(baseline))]
 
 
 def default_results() -> list[Path]:
@@ -251,7 +283,8 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
             print(f"conformance.report: {exc}", file=sys.stderr)
             return 2
         the_diff = diff(baseline, loaded.rows, against=str(args.diff_against))
-    model = build_model(loaded, the_diff)
+    bench = [] if args.no_bench else load_bench(args.bench or default_bench(), loaded.problems)
+    model = build_model(loaded, the_diff, bench=bench)
     # Render everything before writing anything: a failure leaves the previous report intact.
     outputs = {"matrix.html": render(loaded, model, the_diff),
                "matrix.md": render_markdown(loaded, model, the_diff),

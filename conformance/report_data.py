@@ -280,8 +280,10 @@ def diff(baseline: dict[str, dict], rows: list[dict], against: str = "") -> Diff
 
 
 # ----------------------------------------------------------------------------------------------------- model
-def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None = None) -> dict:
-    """The aggregated report, as matrix.json stores it (documented in :data:`JSON_DOC`)."""
+def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None = None,
+                bench: list[dict] | None = None) -> dict:
+    """The aggregated report, as matrix.json stores it (documented in :data:`JSON_DOC`); ``bench`` is what
+    :func:`load_bench` read (benchmark runs shown beside the matrix), if any."""
     now = time.time() if now is None else now
     rows = loaded.rows
     subjects = {}
@@ -336,7 +338,38 @@ def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None 
         "envs": env_table,
         "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in loaded.problems],
         "diff": the_diff.to_json() if the_diff is not None else None,
+        "bench": bench or [],
     }
+
+
+# ------------------------------------------------------------------------------------------------- benchmarks
+def load_bench(paths: Iterable[Path | str], problems: list[Problem]) -> list[dict]:
+    """The benchmark runs (``python -m conformance.bench``) to show: per file its device, profile, start and, per
+    library, the measured cases as recorded. An unreadable file is a problem, not an error."""
+    from .bench.gate import load as load_results
+
+    shown = []
+    for path in paths:
+        try:
+            data = load_results(path)
+        except (OSError, ValueError) as exc:
+            problems.append(Problem(str(path), 0, f"benchmark results not shown: {exc}"))
+            continue
+        libraries: dict[str, list[dict]] = defaultdict(list)
+        for case_id, entry in sorted(data["entries"].items(), key=lambda kv: natural_key(kv[0])):
+            numbers = {k: entry.get(k) for k in ("ratio", "subject_s", "reference_s", "mem_subject",
+                                                 "mem_reference")}
+            libraries[str(entry.get("library", "unknown"))].append(
+                {"case": case_id, "subject": str(entry.get("subject", case_id.split("|")[0])),
+                 "size": str(entry.get("size", "")), "mode": str(entry.get("mode", "")),
+                 "against": str(entry.get("against", "spec")),
+                 **{k: v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+                    for k, v in numbers.items()}})
+        shown.append({"source": str(path), "device": str(data.get("device", "?")),
+                      "profile": str(data.get("profile", "?")), "started": str(data.get("started", "")),
+                      "runs": data.get("runs", 1), "libraries": dict(sorted(libraries.items())),
+                      "skipped": dict(sorted(data["skipped"].items()))})
+    return shown
 
 
 JSON_DOC = """matrix.json: the compatibility matrix, aggregated from recorded cells (latest record per cell wins).
@@ -353,4 +386,8 @@ checks: the raw per-check records (schema of conformance.results) with env repla
   plus cell = "subject|transform|check|device|dtype".
 problems: [{path, line, reason}] for lines that could not be read.
 diff: null, or {against, regressions, fixes, changed_causes, changed_outcomes: [{cell, old, new}],
-  new: [{cell, new}], removed: [{cell, old}]} where old/new = {outcome, cause}."""
+  new: [{cell, new}], removed: [{cell, old}]} where old/new = {outcome, cause}.
+bench: benchmark runs shown beside the matrix (python -m conformance.bench): [{source, device, profile, started,
+  runs, libraries: {library: [{case, subject, size, mode, against ("spec" or "eager"), ratio (subject time /
+  reference time, interleaved median), subject_s, reference_s (median seconds per call), mem_subject,
+  mem_reference (peak bytes of one forward+backward, or null)}]}, skipped: {case: reason}}]."""

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import html
 import json
+import math
 
 from .report_data import WORST_FIRST, Diff, Loaded
 
@@ -133,6 +134,63 @@ def _bar_chart(model: dict) -> str:
                      f'{f", {skipped} skipped" if skipped else ""})</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _bench_section(bench: list[dict]) -> str:
+    """Per benchmark run, per library, a bar per case: subject time / reference time on a log scale around 1
+    (left of the line: faster than the spec; right: slower). Every recorded string is escaped."""
+    if not bench:
+        return ""
+    parts = ['<section id="bench"><h2>Speed relative to the spec</h2><p class="muted">Median over interleaved '
+             "repeats of (subject time / spec time) on the same input, or compiled / eager for "
+             "<code>@inductor</code> rows; measured by <code>python -m conformance.bench</code>, gated in CI "
+             "against a checked-in baseline. Peak memory is one forward+backward (subject / spec).</p>"]
+    for run in bench:
+        runs = f", median of {run['runs']} runs" if isinstance(run.get("runs"), int) and run["runs"] > 1 else ""
+        parts.append(f"<h3>{e(run['device'])} · {e(run['profile'])} profile · {e(run['started'])}{e(runs)} · "
+                     f"<code>{e(run['source'])}</code></h3>")
+        for library, items in run["libraries"].items():
+            parts.append(f'<div class="bench-lib"><h4>{e(library)}</h4>{_ratio_chart(library, items)}</div>')
+        if run["skipped"]:
+            skipped = "".join(f"<li><code>{e(case)}</code> {e(reason)}</li>" for case, reason in run["skipped"].items())
+            parts.append(f"<details><summary>{len(run['skipped'])} case(s) not measured</summary><ul>{skipped}</ul>"
+                         "</details>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _ratio_chart(library: str, items: list[dict]) -> str:
+    label_w, half, value_w, row_h, span = 360, 170, 230, 18, 2.0  # span: log2 range shown each side of 1
+    width, height = label_w + 2 * half + value_w, row_h * len(items) + 22
+    centre = label_w + half
+    out = [f'<svg class="chart bench" role="img" aria-label="{e(library)}: speed relative to the spec" '
+           f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">']
+    for tick in (0.25, 0.5, 1.0, 2.0, 4.0):
+        x = centre + half * math.log2(tick) / span
+        out.append(f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height - 16}" stroke="{"#555" if tick == 1 else "#ddd"}"/>'
+                   f'<text x="{x:.1f}" y="{height - 4}" text-anchor="middle">{tick:g}×</text>')
+    for i, item in enumerate(items):
+        y = i * row_h
+        label = f"{item['subject']} · {item['size']} · {item['mode']}"
+        out.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{e(label)}</text>')
+        ratio = item["ratio"]
+        if ratio is None or ratio <= 0:
+            continue
+        offset = max(-1.0, min(1.0, math.log2(ratio) / span)) * half
+        x, w = (centre, offset) if offset >= 0 else (centre + offset, -offset)
+        colour = "#e3342f" if ratio > 1 else "#1f9d55"
+        memory = ""
+        if item["mem_subject"] is not None and item["mem_reference"] is not None:
+            memory = f", peak {item['mem_subject'] / 2**20:.1f} / {item['mem_reference'] / 2**20:.1f} MiB"
+        times = ""
+        if item["subject_s"] is not None and item["reference_s"] is not None:
+            times = f" ({item['subject_s'] * 1e3:.3g} ms vs {item['reference_s'] * 1e3:.3g} ms)"
+        title = f"{item['case']}: {ratio:.3f}× the {item['against']}{times}{memory}"
+        out.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{max(w, 1):.1f}" height="{row_h - 6}" fill="{colour}" '
+                   f'fill-opacity="0.75"><title>{e(title)}</title></rect>'
+                   f'<text x="{label_w + 2 * half + 6}" y="{y + 13}">{ratio:.2f}×{e(memory)}</text>')
+    out.append("</svg>")
+    return "".join(out)
 
 
 def _cause_table(model: dict, descriptions: dict) -> str:
@@ -273,6 +331,7 @@ pass {summary["n_pass"]}/{summary["n_total"]} (skips excluded)</p>
 (skips excluded); click it for every check behind it.</span></p>
 <noscript><p class="warn">The matrix needs JavaScript; matrix.md holds the same table.</p></noscript>
 <div id="matrix-wrap"><table id="matrix"><thead></thead><tbody></tbody></table></div>
+{_bench_section(model.get("bench") or [])}
 {_diff_section(the_diff)}
 <aside id="details" hidden><button id="details-close" type="button" aria-label="close">×</button>
 <div id="details-body"></div></aside>
@@ -336,6 +395,7 @@ td.num{text-align:right}
 summary h3{display:inline}summary{cursor:pointer;margin:6px 0}
 h3.bad{color:#b91c1c}h3.good{color:#15803d}
 svg.chart text{font:12px system-ui,sans-serif;fill:#333}
+#bench{margin:12px 0}#bench h4{margin:8px 0 2px}svg.bench text{font-size:11px}
 .repro{user-select:all;background:#eef2ff;padding:2px 4px;border-radius:3px;word-break:break-all}
 """
 
