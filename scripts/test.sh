@@ -6,15 +6,7 @@ export CONFORMANCE_PROFILE="${CONFORMANCE_PROFILE:-ci}"
 results="reports/results/test-$(date +%Y%m%dT%H%M%S)"
 status=0
 python -m pytest suites -n auto --dist loadgroup --results-dir "$results" --durations=10 "$@" || status=$?
-if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then # The benchmark gate (quick profile, about 1.5 min on 2 cores): subject/spec speed ratios against the checked-in
-# reports/bench/baseline-cpu.json; exits non-zero when one regressed past the threshold (docs/benchmarks.md).
-# Only on a whole run (a partial one, ./run test -k ..., skips it), and never with CONFORMANCE_BENCH_GATE=0.
-if [ "$#" -eq 0 ] && [ "${CONFORMANCE_BENCH_GATE:-1}" != "0" ]; then
-  started=$(date +%s)
-  python -m conformance.bench gate --profile quick --quiet || status=1
-  echo "benchmark gate: $(( $(date +%s) - started )) s"
-fi
-exit "$status"; fi
+if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then exit "$status"; fi
 env_name=$(python -c "from conformance.expectations import environment_name; print(environment_name())")
 if [ -f "reports/expected/$env_name.json" ]; then
   partial=""; [ "$#" -gt 0 ] && partial="--partial"
