@@ -26,9 +26,9 @@ from tabulate import tabulate
 
 SCHEMA = 1
 #: Chosen from the noise experiment (docs/benchmarks.md, scripts/bench-noise.py): fail when a ratio grows by more
-#: than this fraction, measured with this many interleaved repeats of about SAMPLE_S seconds each.
+#: than this fraction, measured in this many interleaved blocks of four samples of about SAMPLE_S seconds each.
 THRESHOLD = 0.12
-REPEATS = 15
+REPEATS = 8
 SAMPLE_S = 0.015
 
 OK, FASTER, NEW, MISSING = "ok", "faster", "new", "missing"

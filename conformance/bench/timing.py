@@ -70,40 +70,59 @@ def slowed(step: Callable[[], None], fraction: float, device: str = "cpu") -> Ca
 
 @dataclass
 class Measurement:
-    ratio: float               # median over repeats of subject time / reference time
-    ratios: list[float]        # one per repeat, in order
+    ratio: float               # median over blocks of subject time / reference time
+    ratios: list[float]        # one per block, in order
     subject_s: float           # median seconds per call
     reference_s: float
     loops: tuple[int, int]     # calls per sample (subject, reference)
 
 
 def measure(pair: Pair, *, repeats: int, sample_s: float, device: str = "cpu", slowdown: float = 0.0) -> Measurement:
-    """Interleaved timing of ``pair``: ``repeats`` back-to-back samples of each side, alternating which goes first."""
+    """Interleaved timing of ``pair`` in ``repeats`` blocks of four samples, subject-reference-reference-subject:
+    whichever side runs second pays for what the first left behind (caches, allocator), and a block has each order
+    once, so order effects and a linear drift of the load cancel in its ratio (sum of subject times over sum of
+    reference times)."""
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     subject = slowed(pair.subject, slowdown, device) if slowdown else pair.subject
     loops = (calibrate(subject, sample_s, device), calibrate(pair.reference, sample_s, device))
-    subject_times, reference_times = [], []
+    ratios, subject_times, reference_times = [], [], []
     gc.collect()
     enabled = gc.isenabled()
     gc.disable()  # a collection inside one side's sample would be charged to it
     try:
-        for i in range(repeats):
-            if i % 2 == 0:
-                subject_times.append(time_per_call(subject, loops[0], device))
-                reference_times.append(time_per_call(pair.reference, loops[1], device))
-            else:
-                reference_times.append(time_per_call(pair.reference, loops[1], device))
-                subject_times.append(time_per_call(subject, loops[0], device))
+        for _ in range(repeats):
+            s1 = time_per_call(subject, loops[0], device)
+            r1 = time_per_call(pair.reference, loops[1], device)
+            r2 = time_per_call(pair.reference, loops[1], device)
+            s2 = time_per_call(subject, loops[0], device)
+            ratios.append((s1 + s2) / (r1 + r2))
+            subject_times += [s1, s2]
+            reference_times += [r1, r2]
     finally:
         if enabled:
             gc.enable()
-    ratios = [s / r for s, r in zip(subject_times, reference_times)]
     return Measurement(statistics.median(ratios), ratios, statistics.median(subject_times),
                        statistics.median(reference_times), loops)
 
 
 # ------------------------------------------------------------------------------------------------------ memory
+def pin_allocator() -> None:
+    """Serve every CPU tensor below 32 MiB from the heap, from the first call of the first case on.
+
+    glibc's default mmap threshold starts at 128 KiB and grows each time a mapped block is freed, so whether a
+    tensor of a given size costs a fresh mapping (page faults on every call) depended on what ran before in the
+    process: in the noise experiment the first case's spec ran 5x slower in one run of four. A fixed threshold
+    makes the allocator behave the same for every case, subject and spec."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None)
+            libc.mallopt(-3, 32 * 2**20)  # M_MMAP_THRESHOLD (glibc's largest dynamic value)
+            libc.mallopt(-1, 64 * 2**20)  # M_TRIM_THRESHOLD: keep up to 64 MiB of freed heap for reuse
+        except (OSError, AttributeError):
+            pass
+
+
 def _trim_heap() -> None:
     """Hand freed heap pages back to the OS (glibc ``malloc_trim``), so the resident set starts at what is live and
     a step that reuses freed blocks still raises the peak. Changing ``mallopt`` thresholds instead would change how
@@ -175,6 +194,7 @@ def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats
 
     ``slowdown`` maps a subject glob to an artificial slowdown fraction (for the noise experiment only).
     Returns the results document (see :func:`conformance.bench.gate.load`)."""
+    pin_allocator()
     case_list = list(case_list)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     clock = time.perf_counter()

@@ -46,9 +46,10 @@ def test_speed_ratio(benchmark, case_id):
     from conformance.bench import gate
     from conformance.bench.__main__ import SETTINGS
     from conformance.bench.cases import Skip, build_pair, parse_id
-    from conformance.bench.timing import calibrate, measure, time_per_call
+    from conformance.bench.timing import calibrate, measure, pin_allocator, time_per_call
 
     torch.set_num_threads(1)
+    pin_allocator()
     settings = SETTINGS[PROFILE]
     try:
         pair = build_pair(parse_id(case_id), DEVICE)
