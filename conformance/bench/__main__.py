@@ -23,7 +23,7 @@ from .cases import PROFILES
 BENCH_DIR = Path("reports") / "bench"
 #: Repeats and seconds per sample of each profile, chosen from the noise experiment (docs/benchmarks.md).
 SETTINGS = {"quick": {"repeats": gate.REPEATS, "sample_s": gate.SAMPLE_S},
-            "full": {"repeats": 2 * gate.REPEATS, "sample_s": 2 * gate.SAMPLE_S}}
+            "full": {"repeats": gate.REPEATS, "sample_s": 2 * gate.SAMPLE_S}}
 
 
 def default_baseline(device: str) -> Path:

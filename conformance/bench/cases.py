@@ -185,8 +185,9 @@ def parse_id(case_id: str) -> Case:
 
 
 def selected(subject_id: str, patterns: Iterable[str] | None) -> bool:
+    """No patterns, or one equal to the id (ids hold brackets, which fnmatch reads as a set), or an fnmatch glob."""
     pats = list(patterns or ())
-    return not pats or any(fnmatch.fnmatchcase(subject_id, p) for p in pats)
+    return not pats or any(subject_id == p or fnmatch.fnmatchcase(subject_id, p) for p in pats)
 
 
 def cases(profile: str, patterns: Iterable[str] | None = None) -> list[Case]:

@@ -197,3 +197,9 @@ def test_a_subject_that_cannot_build_is_skipped_with_its_reason(monkeypatch):
     assert results["entries"] == {}
     assert "no kernel for this shape" in results["skipped"]["broken.Layer|32x4096|forward"]
     assert "not installed" in results["skipped"]["absent.Layer|32x4096|forward"]
+
+
+def test_subject_patterns_match_ids_with_brackets_exactly_or_as_globs():
+    assert cases.selected("snntorch.Leaky[subtract]", ["snntorch.Leaky[subtract]"])
+    assert not cases.selected("snntorch.Leaky[init_hidden]", ["snntorch.Leaky[subtract]"])
+    assert cases.selected("snntorch.Leaky[init_hidden]", ["snntorch.*"]) and cases.selected("x", None)
