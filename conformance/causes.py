@@ -21,6 +21,8 @@ CAUSES: dict[str, str] = {
     "state-leak": "a transform left foreign tensors (batched, tracer, fake, functional) or changed values in the module",
     "state-advanced-twice": "recomputation (checkpoint) advanced the module's state a second time",
     "hook-capture-mutated": "a tensor captured by a forward hook was overwritten in place later in the forward",
+    "hook-capture-mislabelled": "a feature extractor returned, for a layer, a tensor that is not that layer's output "
+                                "(e.g. hook outputs paired with layer names by position)",
     "hook-graph-cut": "a tensor captured by a forward hook is cut from the autograd graph",
     "inplace-modified-saved-tensor": "an in-place op downstream modified a tensor autograd saved for backward",
     "graph-break": "torch.compile broke the graph (fullgraph=True fails)",

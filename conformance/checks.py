@@ -264,9 +264,12 @@ def check_hook_capture_intact(ctx: Context, out: Outcome, truth: Truth, transfor
     hooks = out.info["hooks"]
     if not hooks["captured"]:
         raise CheckFailed("hook-graph-cut", "no forward hook fired: the subject's modules were bypassed")
+    if hooks.get("mislabelled"):
+        raise CheckFailed("hook-capture-mislabelled", f"the feature(s) returned for {sorted(set(hooks['mislabelled']))} "
+                          "are not outputs of those layers")
     if hooks["mutated"]:
         raise CheckFailed("hook-capture-mutated", f"captured output(s) of {sorted(set(hooks['mutated']))} were "
-                          "overwritten in place before the subject returned")
+                          f"overwritten in place before {hooks.get('read_at', 'the subject returned')}")
     return 0
 
 

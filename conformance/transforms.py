@@ -649,6 +649,8 @@ def eager_transform(ctx: Context) -> Outcome:
 
 
 FORWARD_GRAD = ("preserves_forward", "preserves_grad")
+from .transforms_bdpy import bdpy_features, bdpy_features_detach  # noqa: E402 - it builds on this module's helpers
+
 TRANSFORMS: tuple[Transform, ...] = (
     Transform("eager", eager_transform, ("forward_matches_spec", "grad_matches_spec", "output_dtype", "deterministic")),
     Transform("deepcopy", deepcopy, FORWARD_GRAD + ("copy_independent",)),
@@ -671,4 +673,6 @@ TRANSFORMS: tuple[Transform, ...] = (
     Transform("export", export, ("preserves_forward", "no_state_leak")),
     Transform("forward_hooks", forward_hooks, ("hook_capture_intact", "preserves_grad")),
     Transform("checkpoint", checkpoint, ("preserves_grad", "state_matches_eager")),
+    Transform("bdpy_features", bdpy_features, ("hook_capture_intact", "preserves_grad"), requires=("bdpy",)),
+    Transform("bdpy_features_detach", bdpy_features_detach, ("hook_capture_intact",), requires=("bdpy",)),
 )

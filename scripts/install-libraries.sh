@@ -11,4 +11,8 @@ pip_install loguru packaging scipy tqdm matplotlib h5py pbr "nir<=1.0.4" nirtorc
   || echo "install-libraries: dependencies of spikingjelly/norse/sinabs failed" >&2
 pip_install --no-deps "spikingjelly==2.0.0" "norse==1.1.0" "sinabs==3.1.3" \
   || echo "install-libraries: spikingjelly/norse/sinabs failed; their cells will skip" >&2
+# bdpy (its FeatureExtractor is a transform) declares pandas/scikit-learn/hdf5storage/tqdm and, for its torch extra,
+# torchvision; `import bdpy.dl.torch` needs only numpy, h5py, scipy (bdpy.bdata), pyyaml (bdpy.util), pillow and torch.
+pip_install pyyaml h5py scipy pillow && pip_install --no-deps "bdpy==0.26" \
+  || echo "install-libraries: bdpy failed; its cells will skip" >&2
 exit 0

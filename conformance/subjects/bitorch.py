@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from . import load_parameters as _load
+from ..transforms_bdpy import known_failures as bdpy_known
 from ..types import Example, Known, Subject
 
 LIBRARY = "bitorch"
@@ -111,6 +112,18 @@ def build_lenet(example: Example) -> nn.Module:
     return model.eval()
 
 
+def build_resnet18v2(example: Example) -> nn.Module:
+    from bitorch.models import Resnet18V2
+
+    # Resnet18V2 is bitorch's smallest ResNet (its Resnet spec starts at 18 layers); a fixed seed as for LeNet.
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = Resnet18V2(input_shape=[1, example.x.shape[1], example.x.shape[2], example.x.shape[3]],
+                           num_classes=10)
+    _forget_layer_recipes()
+    return model.eval()  # as LeNet: BatchNorm in evaluation mode, no coupling of the samples of a batch
+
+
 # ------------------------------------------------------------------------------------------------ known failures
 
 _NO_SETUP_CONTEXT = "autograd-function-without-setup_context"
@@ -174,11 +187,18 @@ def _threshold_zero_known(function: str) -> Known:
                  link=f"{SOURCE}/layers/qactivation.py")
 
 
+_LAYER_LEVEL = "a layer-level transform: Resnet18V2 is a model-level row (LeNet and bitorch's layer rows cover it)"
+_RESNET_NOT_APPLICABLE = {t: _LAYER_LEVEL for t in ("vmap", "grad", "jvp", "compile_aot_eager", "compile_inductor",
+                                                     "compile_dynamic", "jit_script", "jit_trace", "export",
+                                                     "checkpoint", "cpu_vs_cuda", "autocast_bf16", "autocast_fp16")}
+
+
 # ------------------------------------------------------------------------------------------------ declarations
 
 
-def _subject(name: str, spec: str, build, **fields) -> Subject:
-    return Subject(id=f"bitorch.{name}", spec=spec, build=build, library=LIBRARY, requires=REQUIRES, **fields)
+def _subject(name: str, spec: str, build, *, known: tuple[Known, ...] = (), **fields) -> Subject:
+    return Subject(id=f"bitorch.{name}", spec=spec, build=build, library=LIBRARY, requires=REQUIRES,
+                   known=known + bdpy_known(), **fields)
 
 
 def subjects() -> Iterator[Subject]:
@@ -242,3 +262,19 @@ def subjects() -> Iterator[Subject]:
                                        "refuses; the seed ran ModuleValidator.fix first (bitorch's own per-sample "
                                        "failure shows under per_sample_grad and vmap)"),
                           *_functorch_known("GradientCancellation", per_sample)))
+    # The whole ResNet only where a model-level property is asked (copies, state, per-sample gradients, hooks); the
+    # layer-level transforms are covered by its layers' own rows and by LeNet. Measured on the 2-core host (one torch
+    # thread): build 0.4 s, forward+backward of 2x3x16x16 0.7 s, so a cell of 5 examples stays under ~10 s.
+    yield _subject("Resnet18V2", "model.image_classifier", build_resnet18v2,
+                   fixed={"batch": 2, "channels": 3, "size": 16},
+                   param_map={"bn_in.weight": "_model.features.0.weight", "conv1.weight": "_model.features.1.weight",
+                              "qconv.weight": "_model.features.2.0.body.0.weight",
+                              "fc.weight": "_model.output_layer.weight"},
+                   not_applicable={**_RESNET_NOT_APPLICABLE,
+                                   "eager:output_dtype": "check_output_dtype reads the spec's output dtype, which an "
+                                   "opaque model (fn=None) does not have"},
+                   known=(*(k for k in _container_known() if k.transform != "jit_script"),
+                          *_functorch_known("GradientCancellation", ("per_sample_grad",)),
+                          Known(transform="opacus_*", cause="opacus-failed", link=SEED_000,
+                                reason="Resnet18V2 has BatchNorm layers (buffers), which Opacus' strict "
+                                       "GradSampleModule refuses")))

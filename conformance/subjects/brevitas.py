@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from . import load_parameters as _load
+from ..transforms_bdpy import POSITIONAL_LINK, TUPLE_OUTPUT_LINK
 from ..types import Example, Known, Subject
 
 LIBRARY = "brevitas"
@@ -137,8 +138,21 @@ _FUNC = ("vmap", "grad", "jvp")
 _PER_SAMPLE = _FUNC + ("per_sample_grad",)
 
 
-def _subject(name: str, spec: str, build, **fields) -> Subject:
-    return Subject(id=f"brevitas.{name}", spec=spec, build=build, library=LIBRARY, requires=REQUIRES, **fields)
+#: bdpy's FeatureExtractor on a brevitas layer, asked for the layer and every submodule that runs (checked on 0.13.4).
+_BDPY = (
+    Known(transform="bdpy_features", cause="hook-capture-mislabelled", link=POSITIONAL_LINK,
+          reason="the scaling's restrict_value_impl (and its apply_abs) runs twice per forward, and bdpy's run() pairs "
+                 "hook outputs with layer names by position (features[layer] = outputs[i]): every later feature, the "
+                 "layer's own included, is another module's output (a proxy's tuple, a QuantTensor, a Parameter)"),
+    Known(transform="bdpy_features_detach", cause="forward-raised", link=TUPLE_OUTPUT_LINK,
+          reason="the quant proxies return tuples and QuantTensors, on which FeatureExtractorHandleDetach's "
+                 "module_out.detach() raises AttributeError inside forward"),
+)
+
+
+def _subject(name: str, spec: str, build, *, known: tuple[Known, ...] = (), **fields) -> Subject:
+    return Subject(id=f"brevitas.{name}", spec=spec, build=build, library=LIBRARY, requires=REQUIRES,
+                   known=known + _BDPY, **fields)
 
 
 def subjects() -> Iterator[Subject]:

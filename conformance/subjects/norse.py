@@ -1,10 +1,17 @@
 """norse 1.1 (``norse.torch``): ``LIFCell``, ``LIFBoxCell``, the ``LIF`` sequence module and the surrogate
 ``threshold`` functions that map onto :mod:`reference.surrogate`.
 
-norse keeps its neuron parameters in a ``LIFParameters`` named tuple (``module.p``), not as registered parameters
-or buffers: ``module.parameters()`` is empty unless a user puts ``nn.Parameter``s in the tuple, and then they are
-still invisible to ``named_parameters``/``state_dict``/``functional_call``. The adapters therefore load the spec's
-parameters as plain tensors into ``p`` (``param_map`` is empty) and judge the input gradient only.
+Why ``param_map`` is empty for every norse subject (parameter gradients are not judged): norse 1.1 keeps its neuron
+parameters in a ``LIFParameters``/``LIFBoxParameters`` named tuple (``module.p``, a ``pytree.StateTuple``), not as
+registered parameters or buffers. ``LIFCell``/``LIF``/``LIFBoxCell`` rebuild ``p`` with ``torch.as_tensor``, which
+keeps an ``nn.Parameter`` a user puts in the tuple (gradients do reach it), but the module never registers it:
+``named_parameters()`` and ``state_dict()`` are empty (checked on 1.1.0 with ``tau_mem_inv``/``v_th`` as
+``nn.Parameter``s), so ``functional_call``, per-sample gradients and Opacus cannot see it, and a ``param_map`` entry
+(a dotted path to a registered parameter) has nothing to point at. ``LIF``'s docstring says the opposite ("p: The
+neuron parameters as a torch Module, which allows the module to configure neuron parameters as optimizable"); the
+consequence is recorded under ``state_dict`` below. The adapters load the spec's parameters as plain tensors into
+``p`` and judge the input gradient only. (Registering them on the adapter's wrapper instead would judge the wrapper,
+not norse: ``functional_call`` would swap the wrapper's copies while norse computes with the tuple's.)
 
 ``LIFRecurrentCell`` has no subject: no spec describes norse's recurrent LIF (``neuron.rleaky``/``rsynaptic`` follow
 snntorch's conventions, not norse's ``lif_step`` with input and recurrent weight matrices).
@@ -17,6 +24,8 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from ..transforms_bdpy import known_failures as bdpy_known, known_stepped as bdpy_stepped
+from ..transforms_bdpy import known_tuple_output as bdpy_tuple_output
 from ..types import Example, Known, Subject
 
 LIBRARY = "norse"
@@ -195,23 +204,24 @@ def subjects() -> Iterator[Subject]:
                   known=(_DTYPE, *_known_compile("lif"), *_known_pickle("LIFParameters"),
                          *_known_state_dict(("preserves_grad",), "lif"),
                          Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py"),
-                         *_known_superspike()),
+                         *_known_superspike(), *bdpy_stepped(tuple_output=True)),
                   **common)
     yield Subject(id="norse.LIF[triangle]", spec="neuron.norse_lif", build=build_lif,
                   fixed={"surrogate": "triangular", "detach_reset": False},
                   known=(_DTYPE, *_known_compile("lif"), *_known_pickle("LIFParameters"),
                          *_known_state_dict(("preserves_grad",), "lif"), *_known_triangle(),
-                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py")),
+                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py"),
+                         *bdpy_tuple_output(), *bdpy_known()),
                   **common)
     yield Subject(id="norse.LIFBoxCell", spec="neuron.norse_lif_box", build=build_lif_box_cell,
                   fixed=super_fixed,
                   known=(*_known_compile("lif_box"), *_known_pickle("LIFBoxParameters"),
                          *_known_state_dict(("preserves_grad",), "lif_box"),
                          Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py"),
-                         *_known_superspike()),
+                         *_known_superspike(), *bdpy_stepped(tuple_output=True)),
                   **common)
     # norse's heaviside fires at x > 0 (strict)
     yield Subject(id="norse.threshold[super]", spec="surrogate.fast_sigmoid", build=build_superspike,
-                  fixed={"alpha": 1.0, "strict": True}, known=_known_superspike(), **common)
+                  fixed={"alpha": 1.0, "strict": True}, known=_known_superspike() + bdpy_known(), **common)
     yield Subject(id="norse.threshold[triangle]", spec="surrogate.triangular", build=build_triangle,
-                  fixed={"strict": True}, known=_known_triangle(), **common)
+                  fixed={"strict": True}, known=_known_triangle() + bdpy_known(), **common)

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from ..transforms_bdpy import known_failures as bdpy_known
 from ..types import Example, Known, Subject
 
 LIBRARY = "sinabs"
@@ -190,16 +191,16 @@ def subjects() -> Iterator[Subject]:
     common = dict(library=LIBRARY, requires=REQUIRES)
     batch_major = {"time_dim": 1}
     yield Subject(id="sinabs.IAF", spec="neuron.sinabs_iaf", build=build_iaf, fixed=batch_major,
-                  known=_known_neuron(learnable=False), **common)
+                  known=_known_neuron(learnable=False) + bdpy_known(), **common)
     yield Subject(id="sinabs.IAFSqueeze", spec="neuron.sinabs_iaf", build=build_iaf_squeeze, fixed=batch_major,
-                  known=_known_neuron(learnable=False), **common)
+                  known=_known_neuron(learnable=False) + bdpy_known(), **common)
     yield Subject(id="sinabs.LIF", spec="neuron.sinabs_lif", build=build_lif, fixed=batch_major,
                   param_map={"tau_mem": "layer.tau_mem"},
-                  known=_known_neuron(learnable=True), **common)
+                  known=_known_neuron(learnable=True) + bdpy_known(), **common)
     # SingleSpike fires at v_mem >= threshold
     yield Subject(id="sinabs.SingleSpike[SingleExponential]", spec="surrogate.single_exponential",
-                  build=build_single_exponential, fixed={"strict": False}, known=_known_surrogate(),
+                  build=build_single_exponential, fixed={"strict": False}, known=_known_surrogate() + bdpy_known(),
                   not_applicable=_SURROGATE_NOT_APPLICABLE, **common)
     yield Subject(id="sinabs.SingleSpike[MultiGaussian]", spec="surrogate.multi_gaussian",
-                  build=build_multi_gaussian, fixed={"strict": False}, known=_known_surrogate(),
+                  build=build_multi_gaussian, fixed={"strict": False}, known=_known_surrogate() + bdpy_known(),
                   not_applicable=_SURROGATE_NOT_APPLICABLE, **common)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 from torch import nn
 
+from ..transforms_bdpy import known_failures as bdpy_known, known_stepped as bdpy_stepped
 from ..types import Example, Known, Subject
 
 LIBRARY = "snntorch"
@@ -363,6 +364,11 @@ SURROGATE_SPECIFIC: dict[str, tuple[Known, ...]] = {
         Known(transform="forward_hooks", cause="inplace-modified-saved-tensor", link=f"{SURROGATE_SRC}#L244",
               reason="Heaviside.forward saves its own output for backward (`ctx.save_for_backward(out)`), so an "
                      "in-place op on the spikes downstream (a ReLU(inplace=True)-style layer) makes backward raise"),
+        Known(transform="bdpy_features", check="preserves_grad", cause="inplace-modified-saved-tensor",
+              link=f"{SURROGATE_SRC}#L244",
+              reason="Heaviside.forward saves its own output for backward; bdpy's FeatureExtractor(detach=False) hands "
+                     "back that very tensor after the in-place op downstream, so a loss on the feature cannot "
+                     "back-propagate"),
     ),
     "triangular": (
         Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch", link=f"{SURROGATE_SRC}#L89",
@@ -377,20 +383,22 @@ SURROGATE_SPECIFIC: dict[str, tuple[Known, ...]] = {
 
 
 def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_map: Mapping[str, str] | None = None,
-            known: tuple[Known, ...] = ()) -> Subject:
+            known: tuple[Known, ...] = (), returns_state: bool = True) -> Subject:
     # snntorch's default surrogate, atan (spike_grad=None when surrogate_alpha is drawn as None), for every neuron: the
     # other surrogates are subjects of their own, and atan alone decides the compile_dynamic cells (see ATAN_DYNAMIC).
     return Subject(id=f"snntorch.{variant}", spec=spec, build=build,
                    fixed={"time_dim": 0, "surrogate": "atan", **fixed},
                    param_map=dict(param_map or {}), library=LIBRARY, requires=("snntorch",),
-                   known=known + NEURON_KNOWN + (PARAM_KNOWN if param_map else ()),
+                   known=known + NEURON_KNOWN + (PARAM_KNOWN if param_map else ())
+                   # the adapter steps the neuron over time; it returns (spk, mem) unless init_hidden
+                   + bdpy_stepped(tuple_output=returns_state),
                    not_applicable=dict(NEURON_NOT_RUN))
 
 
 def _surrogate(name: str, known: tuple[Known, ...] = ()) -> Subject:
     return Subject(id=f"snntorch.surrogate.{SURROGATE_FACTORIES[name][0]}", spec=f"surrogate.{name}",
                    build=build_surrogate(name), fixed={"strict": True}, library=LIBRARY, requires=("snntorch",),
-                   known=known + _surrogate_known(name))
+                   known=known + _surrogate_known(name) + bdpy_known())
 
 
 def subjects() -> Iterator[Subject]:
@@ -405,7 +413,7 @@ def subjects() -> Iterator[Subject]:
                   fixed={"reset_mechanism": "none", "reset_delay": True}, param_map={"threshold": "neuron.threshold"},
                   known=OPACUS_BUFFERS)
     yield _neuron("Leaky[init_hidden]", "neuron.leaky", build_leaky(init_hidden=True),
-                  fixed={"reset_mechanism": "subtract", "reset_delay": True})
+                  fixed={"reset_mechanism": "subtract", "reset_delay": True}, returns_state=False)
     yield _neuron("Synaptic", "neuron.synaptic", build_synaptic, fixed={"reset_delay": True})
     yield _neuron("Alpha", "neuron.alpha", build_alpha, fixed={})
     yield _neuron("Lapicque", "neuron.lapicque", build_lapicque, fixed={})

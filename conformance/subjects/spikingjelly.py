@@ -14,6 +14,7 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from ..transforms_bdpy import known_failures as bdpy_known, known_stepped as bdpy_stepped
 from ..types import Example, Known, Subject
 
 LIBRARY = "spikingjelly"
@@ -156,15 +157,18 @@ def _known_surrogate() -> tuple[Known, ...]:
 def subjects() -> Iterator[Subject]:
     common = dict(library=LIBRARY, requires=REQUIRES)
     for step_mode in ("s", "m"):
+        # single-step nodes are stepped over time by the adapter (called T times per forward): bdpy pairs by position
+        bdpy = bdpy_stepped(tuple_output=False) if step_mode == "s" else bdpy_known()
         yield Subject(id=f"spikingjelly.IFNode[{step_mode}]", spec="neuron.sj_if", build=_if_builder(step_mode),
-                      known=_known_node(learnable=False), **common)
+                      known=_known_node(learnable=False) + bdpy, **common)
         yield Subject(id=f"spikingjelly.LIFNode[{step_mode}]", spec="neuron.sj_lif", build=_lif_builder(step_mode),
-                      known=_known_node(learnable=False), **common)
+                      known=_known_node(learnable=False) + bdpy, **common)
         yield Subject(id=f"spikingjelly.ParametricLIFNode[{step_mode}]", spec="neuron.sj_plif",
-                      build=_plif_builder(step_mode), param_map={"w": "node.w"}, known=_known_node(learnable=True), **common)
+                      build=_plif_builder(step_mode), param_map={"w": "node.w"},
+                      known=_known_node(learnable=True) + bdpy, **common)
     for spec_name, class_name in (("sigmoid", "Sigmoid"), ("atan", "ATan"),
                                   ("piecewise_quadratic", "PiecewiseQuadratic")):
         # spikingjelly's heaviside fires at x >= 0
         yield Subject(id=f"spikingjelly.surrogate.{class_name}", spec=f"surrogate.{spec_name}",
-                      build=_surrogate_builder(class_name), fixed={"strict": False}, known=_known_surrogate(),
-                      **common)
+                      build=_surrogate_builder(class_name), fixed={"strict": False},
+                      known=_known_surrogate() + bdpy_known(), **common)

@@ -1,0 +1,233 @@
+"""bdpy's ``FeatureExtractor`` (``bdpy.dl.torch``, bdpy 0.26) as a transform: feature extraction by forward hooks,
+with an in-place op downstream of the subject (seed 001, ``shared/seeds/001_*.txt``).
+
+The encoder bdpy sees is a two-layer network, ``subject`` then an in-place op (``InplaceDownstream``, the
+``ReLU(inplace=True)`` of the seed); bdpy is asked for the features of the subject and of every submodule of it
+that runs, listed in the order their forward hooks fire (bdpy pairs hook outputs with layer names by position, so
+any other order would mislabel features by construction). Observer hooks registered before bdpy's record each
+layer's output object and a copy of its value at capture time; after ``FeatureExtractor.run`` returns, each
+feature bdpy hands back must be an output of the layer it is labelled with and still hold its capture-time value
+(``hook_capture_intact``).
+
+- ``detach=False`` (``FeatureExtractorHandle`` keeps ``module_out`` by reference): also judged by
+  ``preserves_grad``, the gradient a user gets through the subject's feature (a loss on features, as feature
+  inversion does) against the eager module's gradient.
+- ``detach=True`` (``FeatureExtractorHandleDetach`` stores ``module_out.detach().clone()``, ``run`` returns NumPy
+  arrays): the documented purpose is to cut the graph, so only the capture is judged.
+
+bdpy is imported inside the transform; without it the cells are ``skip`` (``Transform.requires``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+from torch import nn
+
+from .causes import CheckFailed, TransformFailed
+from .types import Known
+
+if TYPE_CHECKING:
+    from .transforms import Context, Outcome
+
+# conformance.transforms registers these transforms at its end, and subject modules import the known failures below
+# first: the framework's helpers are imported where they are called, so either import order works.
+
+#: bdpy has no 0.26 tag on GitHub; this commit's torch.py is byte-identical to the one in the 0.26 wheel.
+SOURCE = "https://github.com/KamitaniLab/bdpy/blob/d86199fc0683fe257dc0a3d474a1abdc81b0249f/bdpy/dl/torch/torch.py"
+SUBJECT_LAYER = "subject"
+
+POSITIONAL_LINK = f"{SOURCE}#L89"  # features[layer] = outputs[i]
+TUPLE_OUTPUT_LINK = f"{SOURCE}#L138"  # outputs.append(module_out.detach().clone())
+BY_REFERENCE = ("FeatureExtractor(detach=False) keeps each hooked module_out by reference "
+                "(FeatureExtractorHandle.outputs.append(module_out)); the in-place op after the subject (seed 001's "
+                "ReLU(inplace=True)) overwrites the subject's feature before run() returns")
+GRAD_THROUGH_OVERWRITTEN = ("FeatureExtractor(detach=False) returns the subject's output tensor itself, which the in-place "
+                            "op downstream has turned into 2*y+1: a loss on that feature back-propagates through the "
+                            "in-place op, giving twice the eager gradient")
+TUPLE_OUTPUT = ("FeatureExtractorHandleDetach calls module_out.detach().clone() on every hooked output; a submodule "
+                "returning a tuple (a norse cell's (spikes, state)) makes the hook raise AttributeError inside forward")
+POSITIONAL = ("run() pairs hook outputs with layer names by position (features[layer] = outputs[i]), so a layer that "
+              "runs more than once per forward (a cell stepped over T > 1 time steps) shifts every later feature: the "
+              "subject's feature is then the cell's second output. With T = 1 the by-reference finding "
+              "shows instead (the subject's feature overwritten in place, twice the gradient): which one a cell "
+              "reports depends on the drawn T")
+
+
+def known_failures(*, differentiable: bool = True) -> tuple[Known, ...]:
+    """bdpy's findings on every subject with a floating-point output (they are bdpy's, not the subject's):
+    ``detach=False`` hands back the subject's output by reference, and the in-place op downstream overwrites it."""
+    found = (Known("bdpy_features", "hook_capture_intact", cause="hook-capture-mutated", reason=BY_REFERENCE,
+                   link=f"{SOURCE}#L123"),)
+    if differentiable:
+        found += (Known("bdpy_features", "preserves_grad", cause="transform-changed-grad",
+                        reason=GRAD_THROUGH_OVERWRITTEN, link=f"{SOURCE}#L123"),)
+    return found
+
+
+def known_tuple_output() -> tuple[Known, ...]:
+    """bdpy on a subject one of whose submodules returns a tuple: the detaching hook raises inside forward."""
+    return (Known("bdpy_features_detach", "hook_capture_intact", cause="forward-raised", reason=TUPLE_OUTPUT,
+                  link=TUPLE_OUTPUT_LINK),)
+
+
+def known_stepped(*, tuple_output: bool) -> tuple[Known, ...]:
+    """bdpy on a subject that steps a neuron module over time (called T times per forward): positional pairing
+    mislabels features when T > 1, and ``detach=False`` overwrites the subject's feature when T = 1, so the cause of
+    a ``bdpy_features`` cell depends on the drawn T (no cause is pinned)."""
+    detached = known_tuple_output() if tuple_output else (
+        Known("bdpy_features_detach", "hook_capture_intact", cause="hook-capture-mislabelled", reason=POSITIONAL,
+              link=POSITIONAL_LINK),)
+    return (Known("bdpy_features", "*", reason=POSITIONAL, link=POSITIONAL_LINK), *detached)
+
+
+class FeatureNetwork(nn.Module):
+    """The encoder handed to bdpy: the subject, then an in-place op on its output (the next layer of a network)."""
+
+    def __init__(self, subject: nn.Module):
+        from .transforms import InplaceDownstream
+
+        super().__init__()
+        self.subject = subject
+        self.downstream = InplaceDownstream()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.downstream(self.subject(x))
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return tuple(_copy(v) for v in value)
+    return value
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        a, b = a.detach().cpu(), b.detach().cpu()
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        return bool(torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0,
+                                                                                   equal_nan=True)))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    return a is b or a == b
+
+
+def _as_tensor(feature: Any) -> Any:
+    """bdpy's ``detach=True`` returns NumPy arrays: back to tensors for comparison."""
+    if type(feature).__module__ == "numpy":
+        return torch.from_numpy(feature)
+    return feature
+
+
+def _observe(layers: dict[str, nn.Module], record: Callable[[str, Any], None]) -> list:
+    def hook(name: str):
+        return lambda _module, _inputs, output: record(name, output)
+
+    return [module.register_forward_hook(hook(name)) for name, module in layers.items()]
+
+
+def layers_in_hook_order(ctx: Context) -> list[str]:
+    """Names (in the FeatureNetwork) of the subject and its submodules, in the order their forward hooks first fire
+    during one forward of a fresh subject; modules that never run are left out (no user extracts them)."""
+    from .transforms import _build, stage
+
+    network = FeatureNetwork(_build(ctx))
+    modules = {f"{SUBJECT_LAYER}.{n}" if n else SUBJECT_LAYER: m for n, m in network.subject.named_modules()}
+    order: list[str] = []
+    handles = _observe(modules, lambda name, _out: order.append(name) if name not in order else None)
+    try:
+        with stage("forward"), torch.no_grad():
+            network(ctx.input())
+    finally:
+        for h in handles:
+            h.remove()
+    return order
+
+
+def judge_features(features: dict[str, Any], observed: dict[str, list[tuple[Any, Any]]], *,
+                   by_reference: bool) -> dict[str, list[str]]:
+    """What is wrong with the features bdpy returned, per layer: ``mislabelled`` when the feature is not an output of
+    that layer (not the same object when kept by reference, equal to none of its capture-time values when
+    detached), ``mutated`` when it is, but no longer holds its capture-time value."""
+    found: dict[str, list[str]] = {"mutated": [], "mislabelled": []}
+    for name, calls in observed.items():
+        feature = _as_tensor(features.get(name))
+        if by_reference:
+            match = next(((ref, value) for ref, value in calls if feature is ref), None)
+            if match is None:
+                found["mislabelled"].append(name)
+            elif not _same_value(match[0], match[1]):
+                found["mutated"].append(name)
+        elif not any(_same_value(feature, value) for _ref, value in calls):
+            found["mislabelled"].append(name)
+    return found
+
+
+def _features_transform(detach: bool) -> Callable[[Context], Outcome]:
+    name = "bdpy_features_detach" if detach else "bdpy_features"
+
+    def transform(ctx: Context) -> Outcome:
+        from bdpy.dl.torch import FeatureExtractor
+
+        from .transforms import Outcome, _build, stage
+
+        layers = layers_in_hook_order(ctx)
+        module = _build(ctx)
+        network = FeatureNetwork(module)
+        observed: dict[str, list[tuple[Any, Any]]] = {n: [] for n in layers}
+        handles = _observe({n: network.get_submodule(n) for n in layers},
+                           lambda n, out: observed[n].append((out, _copy(out))))
+        want_grad = ctx.differentiable and not detach
+        x = ctx.input().detach().clone().requires_grad_(want_grad)
+        try:
+            with stage("bdpy"):
+                extractor = FeatureExtractor(network, layers, device=str(ctx.device), detach=detach)
+            with stage("forward"):
+                features = extractor(x)
+            del extractor  # bdpy's __del__ removes its hooks
+        finally:
+            for h in handles:
+                h.remove()
+        report = {"captured": list(layers), "read_at": "FeatureExtractor.run returned",
+                  **judge_features(features, observed, by_reference=not detach)}
+        result = Outcome(info={"hooks": report})
+        if want_grad:
+            try:
+                result = _gradient_through(ctx, module, x, features, report)
+            except TransformFailed as failure:
+                result.info["failure"] = failure
+        return result
+
+    transform.__name__ = name
+    transform.__doc__ = (f"bdpy FeatureExtractor(detach={detach}) with an in-place op downstream: every feature it "
+                         "returns is its layer's output at capture time"
+                         + ("." if detach else ", and gradients through the subject's feature are the eager ones."))
+    return transform
+
+
+def _gradient_through(ctx: Context, module: nn.Module, x: torch.Tensor, features: dict[str, Any],
+                      report: dict[str, Any]) -> Outcome:
+    """Input and parameter gradients of <cotangent, subject's feature>, as a loss on features gives them."""
+    from .transforms import Outcome, _grad_or_zeros, eager, stage
+
+    feature = features.get(SUBJECT_LAYER)
+    if SUBJECT_LAYER in report["mislabelled"] or not isinstance(feature, torch.Tensor):
+        raise TransformFailed("forward", CheckFailed(
+            "hook-capture-mislabelled", f"the feature bdpy returned for {SUBJECT_LAYER!r} is not the subject's "
+            f"output ({type(feature).__name__}): no gradient through it to compare"))
+    params = ctx.spec_params(module)
+    for p in params.values():
+        p.grad = None
+    with stage("backward"):
+        if feature.requires_grad:
+            (feature * ctx.cotangent(feature)).sum().backward()
+    grads = {"x": _grad_or_zeros(x), **{n: _grad_or_zeros(p) for n, p in params.items()}}
+    return Outcome(y=feature.detach(), grads=grads, baseline=eager(ctx), info={"hooks": report})
+
+
+bdpy_features = _features_transform(detach=False)
+bdpy_features_detach = _features_transform(detach=True)
