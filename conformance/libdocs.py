@@ -16,6 +16,8 @@ from tabulate import tabulate
 from .results import iter_records, latest_by_cell
 
 FAILING = ("fail", "xfail", "xpass", "crash", "timeout")
+#: Libraries under test as transforms rather than subjects: their page gathers the cells of their transforms.
+TRANSFORM_LIBRARIES = {"bdpy": "bdpy_"}
 
 
 def render(library: str, records: list[dict]) -> str:
@@ -78,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     by_library: dict[str, list[dict]] = defaultdict(list)
     for r in records:
         by_library[r.get("library", "unknown")].append(r)
+    for library, prefix in TRANSFORM_LIBRARIES.items():
+        mine = [r for r in records if r.get("transform", "").startswith(prefix)]
+        if mine:
+            by_library[library] = mine
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for library, recs in sorted(by_library.items()):
