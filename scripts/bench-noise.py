@@ -45,7 +45,7 @@ def collect(args: argparse.Namespace) -> int:
         if target.exists():
             continue
         command = [sys.executable, "-m", "conformance.bench", "run", "--profile", "quick", "--repeats",
-                   str(args.repeats), "--no-memory", "--quiet", "--out", str(target)]
+                   str(args.repeats), "--builds", str(args.builds), "--no-memory", "--quiet", "--out", str(target)]
         if kind == "slowed":
             command += ["--slowdown", f"*={SLOWDOWN}"]
         started = time.monotonic()
@@ -145,14 +145,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     c = commands.add_parser("collect")
-    c.add_argument("--unchanged", type=int, default=14)
-    c.add_argument("--slowed", type=int, default=8)
-    c.add_argument("--repeats", type=int, default=8)
+    c.add_argument("--unchanged", type=int, default=10)
+    c.add_argument("--slowed", type=int, default=6)
+    c.add_argument("--repeats", type=int, default=3, help="blocks per build")
+    c.add_argument("--builds", type=int, default=3)
     c.add_argument("--dir", default="reports/bench/noise")
     a = commands.add_parser("analyse")
     a.add_argument("--dir", default="reports/bench/noise")
     a.add_argument("--baseline-runs", type=int, default=5)
-    a.add_argument("--repeats-grid", type=int, nargs="+", default=[2, 3, 4, 6, 8])
+    a.add_argument("--repeats-grid", type=int, nargs="+", default=[3, 6, 9],
+                   help="blocks kept per case (the first ones: with 3 blocks a build, 3 6 9 = 1 2 3 builds)")
     a.add_argument("--t-min", type=int, default=6, help="smallest threshold, percent")
     a.add_argument("--t-max", type=int, default=20, help="largest threshold, percent")
     a.add_argument("--out", default=None, help="also write the numbers here (JSON, and .txt beside it)")

@@ -22,8 +22,8 @@ from .cases import PROFILES
 
 BENCH_DIR = Path("reports") / "bench"
 #: Repeats and seconds per sample of each profile, chosen from the noise experiment (docs/benchmarks.md).
-SETTINGS = {"quick": {"repeats": gate.REPEATS, "sample_s": gate.SAMPLE_S},
-            "full": {"repeats": gate.REPEATS, "sample_s": 2 * gate.SAMPLE_S}}
+SETTINGS = {"quick": {"repeats": gate.REPEATS, "builds": gate.BUILDS, "sample_s": gate.SAMPLE_S},
+            "full": {"repeats": gate.REPEATS, "builds": gate.BUILDS, "sample_s": 2 * gate.SAMPLE_S}}
 
 
 def default_baseline(device: str) -> Path:
@@ -45,7 +45,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
         p.add_argument("--subjects", action="append", metavar="GLOB",
                        help="only subjects matching this fnmatch pattern (repeatable)")
-        p.add_argument("--repeats", type=int, default=None, help="interleaved repeats per case (default: profile's)")
+        p.add_argument("--repeats", type=int, default=None,
+                       help="interleaved blocks (subject, spec, spec, subject) per build (default: profile's)")
+        p.add_argument("--builds", type=int, default=None, help="fresh builds per case (default: profile's)")
         p.add_argument("--sample-s", type=float, default=None, help="seconds per timed sample (default: profile's)")
         p.add_argument("--threads", type=int, default=1, help="torch CPU threads (the baseline is recorded with 1)")
         p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
@@ -100,7 +102,8 @@ def measure(args: argparse.Namespace, only: Sequence[str] | None = None) -> dict
     chosen = [parse_id(i) for i in only] if only is not None else cases(args.profile, args.subjects)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     return run(chosen, profile=args.profile, device=args.device,
-               repeats=args.repeats or settings["repeats"], sample_s=args.sample_s or settings["sample_s"],
+               repeats=args.repeats or settings["repeats"], builds=args.builds or settings["builds"],
+               sample_s=args.sample_s or settings["sample_s"],
                slowdown=_slowdowns(args.slowdown), memory=not args.no_memory, progress=progress)
 
 

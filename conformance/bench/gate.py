@@ -26,9 +26,11 @@ from tabulate import tabulate
 
 SCHEMA = 1
 #: Chosen from the noise experiment (docs/benchmarks.md, scripts/bench-noise.py): fail when a ratio grows by more
-#: than this fraction, measured in this many interleaved blocks of four samples of about SAMPLE_S seconds each.
+#: than this fraction, measured on BUILDS fresh builds of a case, REPEATS interleaved blocks of four samples of
+#: about SAMPLE_S seconds each per build.
 THRESHOLD = 0.12
-REPEATS = 8
+BUILDS = 3
+REPEATS = 3
 SAMPLE_S = 0.015
 
 OK, FASTER, NEW, MISSING = "ok", "faster", "new", "missing"

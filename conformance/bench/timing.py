@@ -72,7 +72,7 @@ def slowed(step: Callable[[], None], fraction: float, device: str = "cpu") -> Ca
 class Measurement:
     ratio: float               # median over blocks of subject time / reference time
     ratios: list[float]        # one per block, in order
-    subject_s: float           # median seconds per call
+    subject_s: float           # median seconds per call (of the builds' medians when combined)
     reference_s: float
     loops: tuple[int, int]     # calls per sample (subject, reference)
 
@@ -187,10 +187,24 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _combine(first: Measurement | None, more: Measurement) -> Measurement:
+    """Two measurements of one case as one: the median over all their blocks."""
+    if first is None:
+        return more
+    ratios = first.ratios + more.ratios
+    return Measurement(statistics.median(ratios), ratios, statistics.median([first.subject_s, more.subject_s]),
+                       statistics.median([first.reference_s, more.reference_s]), more.loops)
+
+
 def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats: int, sample_s: float,
-        slowdown: Mapping[str, float] | None = None, memory: bool = True,
+        builds: int = 1, slowdown: Mapping[str, float] | None = None, memory: bool = True,
         progress: Callable[[str], None] | None = None) -> dict:
     """Measure every case; a case that cannot run is recorded under ``skipped`` with its reason, never raised.
+
+    Each case is built ``builds`` times, ``repeats`` blocks each, and its ratio is the median over all blocks.
+    Fresh modules and tensors land elsewhere in memory, and the noise experiment found that where they land
+    moves a ratio by up to 25% between builds in one process, more than the load of a shared machine does
+    within a build: several builds sample that spread instead of betting on one.
 
     ``slowdown`` maps a subject glob to an artificial slowdown fraction (for the noise experiment only).
     Returns the results document (see :func:`conformance.bench.gate.load`)."""
@@ -205,8 +219,11 @@ def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats
         try:
             # Some layers print on every call (bitorch's STE heaviside): keep the log readable, the cost counted.
             with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-                pair = build_pair(case, device)
-                result = measure(pair, repeats=repeats, sample_s=sample_s, device=device, slowdown=fraction)
+                result, pair = None, None
+                for _ in range(builds):  # fresh modules and tensors each time (see the docstring)
+                    pair = build_pair(case, device)
+                    result = _combine(result, measure(pair, repeats=repeats, sample_s=sample_s, device=device,
+                                                      slowdown=fraction))
                 mem = (peak_memory(pair.subject, device), peak_memory(pair.reference, device)) \
                     if memory and case.mode == "forward+backward" else (None, None)
         except Skip as reason:
@@ -230,6 +247,6 @@ def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats
             progress(f"[{n}/{len(case_list)}] {result.ratio:6.3f}  {case.id}  "
                      f"({result.subject_s * 1e3:.3g} ms / {result.reference_s * 1e3:.3g} ms)")
     return {"schema": SCHEMA, "kind": "conformance.bench", "profile": profile, "device": device,
-            "repeats": repeats, "sample_s": sample_s, "started": started,
+            "repeats": repeats, "builds": builds, "sample_s": sample_s, "started": started,
             "duration_s": round(time.perf_counter() - clock, 1), "env": environment(device),
             "attempted": [c.id for c in case_list], "entries": entries, "skipped": skipped}

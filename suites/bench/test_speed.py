@@ -66,7 +66,8 @@ def test_speed_ratio(benchmark, case_id):
         for _ in range(loops[0]):
             pair.subject()
 
-    benchmark.pedantic(subject_sample, setup=time_reference, rounds=settings["repeats"], iterations=1)
+    rounds = 2 * settings["repeats"] * settings["builds"]  # as many samples a side as the gate takes
+    benchmark.pedantic(subject_sample, setup=time_reference, rounds=rounds, iterations=1)
     subject_times = [t / loops[0] for t in benchmark.stats.stats.data]
     ratio = statistics.median(s / r for s, r in zip(subject_times, reference_times[-len(subject_times):]))
     benchmark.extra_info.update(ratio=round(ratio, 5), against=parse_id(case_id).against, loops=list(loops))
@@ -75,7 +76,8 @@ def test_speed_ratio(benchmark, case_id):
         return
     benchmark.extra_info["baseline_ratio"] = old["ratio"]
     if gate.judge(old["ratio"], ratio, gate.THRESHOLD) == gate.SUSPECT:
-        again = measure(pair, repeats=settings["repeats"], sample_s=settings["sample_s"], device=DEVICE).ratio
+        again = measure(build_pair(parse_id(case_id), DEVICE), repeats=settings["repeats"] * settings["builds"],
+                        sample_s=settings["sample_s"], device=DEVICE).ratio
         benchmark.extra_info["confirm_ratio"] = round(again, 5)
         assert gate.judge(old["ratio"], again, gate.THRESHOLD) != gate.SUSPECT, (
             f"{case_id}: subject/reference ratio {ratio:.3f}, again {again:.3f}, baseline {old['ratio']:.3f}: "
