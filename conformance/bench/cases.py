@@ -238,6 +238,7 @@ def draw_small_example(spec: Spec, fixed: Mapping[str, object]) -> Example:
 
 
 def example_for(subject: Subject, spec: Spec, size_name: str) -> Example:
+    """The grown example of a case: fresh tensors on every call, drawn from the same small example."""
     family_name = family_of(spec.id)
     if family_name is None:
         raise Skip(f"no benchmark size is defined for spec {spec.id}")
@@ -245,8 +246,14 @@ def example_for(subject: Subject, spec: Spec, size_name: str) -> Example:
     size = next((s for s in family.sizes if s.name == size_name), None)
     if size is None:
         raise Skip(f"size {size_name!r} is not defined for spec {spec.id}")
-    hints = {k: v for k, v in (family.hints or {}).items() if k not in subject.fixed}
-    return family.grow(draw_small_example(spec, {**hints, **subject.fixed}), size.dims)
+    key = (subject.id, spec.id, family_name)
+    if _SMALL.get(key, (None,))[0] is not subject:  # drawn once per subject; a re-registered subject draws again
+        hints = {k: v for k, v in (family.hints or {}).items() if k not in subject.fixed}
+        _SMALL[key] = (subject, draw_small_example(spec, {**hints, **subject.fixed}))
+    return family.grow(_SMALL[key][1], size.dims)
+
+
+_SMALL: dict[tuple, tuple[Subject, Example]] = {}
 
 
 @dataclass
