@@ -15,7 +15,7 @@ else
   echo "expectations: none checked in for environment $env_name (strict known failures still apply);" \
        "record them with: python -m conformance.expectations accept --results $results"
 fi
-# The benchmark gate (quick profile, about 1.5 min on 2 cores): subject/spec speed ratios against the checked-in
+# The benchmark gate (quick profile, about 2.5 min on 2 cores): subject/spec speed ratios against the checked-in
 # reports/bench/baseline-cpu.json; exits non-zero when one regressed past the threshold (docs/benchmarks.md).
 # Only on a whole run (a partial one, ./run test -k ..., skips it), and never with CONFORMANCE_BENCH_GATE=0.
 if [ "$#" -eq 0 ] && [ "${CONFORMANCE_BENCH_GATE:-1}" != "0" ]; then
