@@ -1,0 +1,530 @@
+"""Packed binary kernels as PyTorch operators: sign + bit packing, binary linear/matmul, binary conv2d.
+
+Each operator is a ``torch.library.custom_op`` in the ``qsnn_kernels`` namespace with a fake (meta) kernel, the
+spec's straight-through backward (:mod:`reference.quant`'s ``*_grad`` formulas and ``a * sign(W)`` weights) as its
+autograd formula, and a vmap rule, so it survives ``torch.compile(fullgraph=True)``, ``torch.export``,
+``torch.func`` and TorchScript like any aten op. The forward is exact integer arithmetic on the signs:
+
+- weights are bit-packed along K into int32 words (lsb first: the layout of :func:`reference.packing.pack_signs`
+  with ``word_bits=32, bit_order="lsb"``), 16 times fewer bytes than float16;
+- small batches (``M <= GEMV_MAX_M``, +-1 activations) pack the activations too and XOR-popcount them against
+  the packed weights (:func:`xnor_gemv`);
+- larger batches feed int8 activations (+-1, or 0 from a zero padding) to the int8 tensor cores, expanding the
+  weight bits to int8 on chip (``"onchip"``) or once per call into device memory (``"expand"``, from
+  ``EXPAND_MIN_M`` rows);
+- the epilogue applies the spec's weight scale (none / per tensor / per output channel) and the bias.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from reference import quant as Q
+
+from . import _runtime
+from ._runtime import kernel
+
+#: Dispatch thresholds (rows of the activation matrix); measured on an H200, see docs/kernels.md.
+GEMV_MAX_M = 16
+EXPAND_MIN_M = 1024
+
+INPUT_QUANTS = ("ste", "clipped_ste", "approx_sign", "hardtanh_ste")
+WEIGHT_SCALINGS = ("none", "tensor", "channel")
+PATHS = ("auto", "gemv", "onchip", "expand")
+
+
+def _src():
+    from . import _src_binary
+
+    return _src_binary
+
+
+class _Kernels:
+    """The kernels, built on first use (so importing this module never imports Triton)."""
+
+    def __getattr__(self, name: str):
+        k = kernel(getattr(_src(), name + "_kernel"))
+        setattr(self, name, k)
+        return k
+
+
+K_ = _Kernels()
+
+
+def _cuda(t: torch.Tensor) -> bool:
+    return t.device.type == "cuda"
+
+
+# ----------------------------------------------------------------------------------------------- building blocks
+
+def pack_rows(x2d: torch.Tensor, *, zero_bit: int = 0, pad_bit: int = 1, msb: bool = False) -> torch.Tensor:
+    """``[R, L]`` floats -> ``[R, ceil(L / 32)]`` int32 words of their signs (1 = positive)."""
+    x2d = x2d.contiguous()
+    rows, length = x2d.shape
+    words = -(-length // 32)
+    out = torch.empty((rows, words), dtype=torch.int32, device=x2d.device)
+    if rows and words:
+        block_r, block_w = (16, 4) if _cuda(x2d) else (8, 2)
+        grid = (-(-rows // block_r), -(-words // block_w))
+        K_.pack_signs(x2d.device, grid, x2d, out, rows, length, words, x2d.stride(0), out.stride(0),
+                      ZERO_BIT=zero_bit, PAD_BIT=pad_bit, MSB=msb, BLOCK_R=block_r, BLOCK_W=block_w)
+    return out
+
+
+def sign_int8(x: torch.Tensor, zero_value: float) -> torch.Tensor:
+    """``sign(x)`` as int8 with ``sign(0) = zero_value``."""
+    x = x.contiguous()
+    out = torch.empty(x.shape, dtype=torch.int8, device=x.device)
+    n = x.numel()
+    if n:
+        block = 1024 if _cuda(x) else 256
+        K_.sign_i8(x.device, (-(-n // block),), x, out, n, ZERO_VALUE=int(zero_value), BLOCK=block)
+    return out
+
+
+def unpack_bits(packed: torch.Tensor, k: int) -> torch.Tensor:
+    """``[N, KW]`` int32 words -> ``[N, k]`` int8 signs -1/+1 (lsb order)."""
+    packed = packed.contiguous()
+    n, kw = packed.shape
+    out = torch.empty((n, k), dtype=torch.int8, device=packed.device)
+    if n and k:
+        block_n, block_w = (32, 8) if _cuda(packed) else (8, 2)
+        K_.unpack_bits_i8(packed.device, (-(-n // block_n), -(-kw // block_w)), packed, out, n, k, kw,
+                          packed.stride(0), out.stride(0), BLOCK_N=block_n, BLOCK_W=block_w)
+    return out
+
+
+def _scale_args(scale: Optional[torch.Tensor], like: torch.Tensor):
+    if scale is None:
+        return 0, like
+    return (1 if scale.numel() == 1 else 2), scale.reshape(-1).contiguous()
+
+
+def xnor_gemv(a_packed: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: Optional[torch.Tensor] = None,
+              bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``scale * (k - 2 popcount(a ^ b)) + bias`` for packed +-1 rows ``a [M, KW]``, ``b [N, KW]`` padded alike."""
+    m, kw = a_packed.shape
+    n = b_packed.shape[0]
+    out = torch.empty((m, n), dtype=out_dtype, device=a_packed.device)
+    if not (m and n):
+        return out
+    mode, scale_t = _scale_args(scale, out)
+    cuda = _cuda(a_packed)
+    block_m = max(2, min(16, 1 << (m - 1).bit_length()))
+    block_n, block_w = (64, 8) if cuda else (16, 4)
+    if cuda and m > 4:
+        block_n = 32
+    grid = (-(-n // block_n), -(-m // block_m))
+    K_.xnor_gemv(a_packed.device, grid, a_packed, b_packed, out, scale_t, bias if bias is not None else out,
+                 m, n, k, kw, a_packed.stride(0), b_packed.stride(0), out.stride(0),
+                 SCALE_MODE=mode, HAS_BIAS=bias is not None, USE_ASM=cuda,
+                 BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_W=block_w)
+    return out
+
+
+#: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) on CUDA, chosen by the rows M.
+_GEMM_CONFIGS = {"large": (128, 256, 128, 8, 3), "medium": (64, 128, 128, 4, 4), "small": (16, 128, 256, 4, 4)}
+
+
+def gemm_a8(a_i8: torch.Tensor, b: torch.Tensor, k: int, *, scale: Optional[torch.Tensor] = None,
+            bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.float32,
+            config: tuple | None = None) -> torch.Tensor:
+    """``scale * (a @ b.T) + bias`` on the int8 tensor cores; ``b`` +-1 signs, packed int32 ``[N, KW]`` or int8
+    ``[N, k]``; ``a`` int8 ``[M, k]`` in {-1, 0, 1}."""
+    a_i8 = a_i8.contiguous()
+    b = b.contiguous()
+    m = a_i8.shape[0]
+    n = b.shape[0]
+    out = torch.empty((m, n), dtype=out_dtype, device=a_i8.device)
+    if not (m and n):
+        return out
+    if k == 0:
+        return out.zero_() + (bias.to(out_dtype) if bias is not None else 0)
+    mode, scale_t = _scale_args(scale, out)
+    packed = b.dtype == torch.int32
+    kw = -(-k // 32)
+    extra = {}
+    if _cuda(a_i8):
+        bm, bn, bk, warps, stages = config or _GEMM_CONFIGS["large" if m >= 512 else "medium" if m > 64 else "small"]
+        extra = dict(num_warps=warps, num_stages=stages)
+    else:
+        bm, bn, bk = config[:3] if config else (16, 16, 64)
+    grid = (-(-m // bm) * -(-n // bn),)
+    K_.gemm_a8(a_i8.device, grid, a_i8, b, out, scale_t, bias if bias is not None else out, m, n, k, kw,
+               a_i8.stride(0), b.stride(0), out.stride(0), B_PACKED=packed, SCALE_MODE=mode,
+               HAS_BIAS=bias is not None, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, **extra)
+    return out
+
+
+def packed_matmul(a_i8: torch.Tensor, w_packed: torch.Tensor, k: int, *, scale: Optional[torch.Tensor] = None,
+                  bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.float32,
+                  path: str = "auto", a_is_pm1: bool = True) -> torch.Tensor:
+    """``a_i8 [M, k]`` (int8 signs) times the packed weight ``[N, ceil(k/32)]``, by ``path`` (see module doc).
+
+    ``a_is_pm1``: ``a`` holds only +-1 (no zeros), so the XOR-popcount path is exact.
+    """
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+    m = a_i8.shape[0]
+    if path == "auto":
+        path = "gemv" if (m <= GEMV_MAX_M and a_is_pm1) else "expand" if m >= EXPAND_MIN_M else "onchip"
+    if path == "gemv":
+        if not a_is_pm1:
+            raise ValueError("the XOR-popcount path needs +-1 activations (no zeros)")
+        a_packed = pack_rows(a_i8, zero_bit=0, pad_bit=1)
+        return xnor_gemv(a_packed, w_packed, k, scale=scale, bias=bias, out_dtype=out_dtype)
+    if path == "expand":
+        return gemm_a8(a_i8, unpack_bits(w_packed, k), k, scale=scale, bias=bias, out_dtype=out_dtype)
+    return gemm_a8(a_i8, w_packed, k, scale=scale, bias=bias, out_dtype=out_dtype)
+
+
+def _weight_scale(w: torch.Tensor, scaling: str) -> Optional[torch.Tensor]:
+    """The spec's ``binarize_weight`` scale in ``w``'s dtype (None for ``"none"``): per tensor or per row."""
+    if scaling == "none":
+        return None
+    if scaling == "tensor":
+        return w.abs().mean()
+    return w.abs().mean(dim=tuple(range(1, w.dim())))
+
+
+def pack_weight(w: torch.Tensor, zero_value: float = 1.0) -> torch.Tensor:
+    """A weight ``[N, ...]`` as packed signs ``[N, ceil(K/32)]`` (K = the rest flattened), ``sign(0) = zero_value``."""
+    return pack_rows(w.reshape(w.shape[0], -1), zero_bit=int(zero_value > 0), pad_bit=1)
+
+
+# ----------------------------------------------------------------------------------------------- validation
+
+def _check_layer(input_quant: str, zero_value: float, weight_scaling: str) -> None:
+    if input_quant not in INPUT_QUANTS:
+        raise ValueError(f"input_quant must be one of {INPUT_QUANTS} (a binary kernel needs binary inputs), "
+                         f"got {input_quant!r}")
+    if zero_value not in (-1.0, 1.0):
+        raise ValueError(f"zero_value must be -1.0 or 1.0 (a packed bit has no 0), got {zero_value!r}")
+    if weight_scaling not in WEIGHT_SCALINGS:
+        raise ValueError(f"weight_scaling must be one of {WEIGHT_SCALINGS}, got {weight_scaling!r}")
+
+
+def _input_grad(x: torch.Tensor, grad: torch.Tensor, input_quant: str, threshold: Optional[float]) -> torch.Tensor:
+    """The spec's straight-through input gradient (reference.quant's ``*_grad`` formulas)."""
+    if input_quant == "ste":
+        return Q.sign_ste_grad(x, grad)
+    if input_quant == "clipped_ste":
+        return Q.sign_clipped_ste_grad(x, grad, threshold=threshold)
+    if input_quant == "approx_sign":
+        return Q.approx_sign_grad(x, grad)
+    return Q.sign_hardtanh_ste_grad(x, grad)
+
+
+def _binary_weight(weight: torch.Tensor, dtype: torch.dtype, zero_value: float, scaling: str) -> torch.Tensor:
+    w = weight.to(dtype)
+    scale = _weight_scale(w, scaling)
+    signs = Q._sign(w, zero_value)
+    if scale is None:
+        return signs
+    return signs * (scale if scale.dim() == 0 else scale.reshape((-1,) + (1,) * (w.dim() - 1)))
+
+
+# ----------------------------------------------------------------------------------------------- pack_signs op
+
+@torch.library.custom_op("qsnn_kernels::pack_signs", mutates_args=())
+def pack_signs_op(x: torch.Tensor, dim: int, msb: bool, pad: Optional[float]) -> torch.Tensor:
+    moved = x.movedim(dim, -1)
+    length = moved.shape[-1]
+    if length % 32 and pad is None:
+        raise ValueError(f"x.shape[dim] = {length} is not divisible by word_bits = 32; pass pad=+1.0 or -1.0")
+    packed = pack_rows(moved.reshape(-1, length), zero_bit=0, pad_bit=int((pad or 1.0) > 0), msb=msb)
+    return packed.reshape(moved.shape[:-1] + (packed.shape[-1],)).movedim(-1, dim).contiguous()
+
+
+@pack_signs_op.register_fake
+def _(x, dim, msb, pad):
+    shape = list(x.shape)
+    shape[dim] = -(-shape[dim] // 32)
+    return x.new_empty(shape, dtype=torch.int32)
+
+
+@torch.library.register_vmap("qsnn_kernels::pack_signs")
+def _(info, in_dims, x, dim, msb, pad):
+    bdim = in_dims[0]
+    if bdim is None:
+        return pack_signs_op(x, dim, msb, pad), None
+    x = x.movedim(bdim, 0)
+    return pack_signs_op(x, dim if dim < 0 else dim + 1, msb, pad), 0
+
+
+def pack_signs(x: torch.Tensor, *, dim: int = -1, word_bits: int = 32, bit_order: str = "lsb",
+               pad: float | None = None) -> torch.Tensor:
+    """:func:`reference.packing.pack_signs` for ``word_bits=32`` on the packing kernel."""
+    if word_bits != 32:
+        raise ValueError(f"the packing kernel writes 32-bit words, got word_bits={word_bits}")
+    if bit_order not in ("lsb", "msb"):
+        raise ValueError(f"bit_order must be 'lsb' or 'msb', got {bit_order!r}")
+    if pad is not None and pad not in (-1.0, 1.0):
+        raise ValueError(f"pad must be -1.0, 1.0 or None, got {pad!r}")
+    return pack_signs_op(x, dim, bit_order == "msb", pad)
+
+
+# ----------------------------------------------------------------------------------------------- binary linear op
+
+@torch.library.custom_op("qsnn_kernels::binary_linear", mutates_args=())
+def binary_linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], input_quant: str,
+                     threshold: Optional[float], zero_value: float, weight_scaling: str) -> torch.Tensor:
+    _check_layer(input_quant, zero_value, weight_scaling)
+    k = x.shape[-1]
+    w = weight.to(x.dtype)
+    a = sign_int8(x.reshape(-1, k), zero_value)
+    y = packed_matmul(a, pack_weight(w, zero_value), k, scale=_weight_scale(w, weight_scaling),
+                      bias=None if bias is None else bias.to(x.dtype), out_dtype=x.dtype)
+    return y.reshape(x.shape[:-1] + (weight.shape[0],))
+
+
+@binary_linear_op.register_fake
+def _(x, weight, bias, input_quant, threshold, zero_value, weight_scaling):
+    return x.new_empty(x.shape[:-1] + (weight.shape[0],))
+
+
+def _linear_setup(ctx, inputs, output):
+    x, weight, bias, input_quant, threshold, zero_value, weight_scaling = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.has_bias = bias is not None
+    ctx.bias_dtype = None if bias is None else bias.dtype
+    ctx.options = (input_quant, threshold, zero_value, weight_scaling)
+
+
+def _linear_backward(ctx, grad):
+    x, weight = ctx.saved_tensors
+    input_quant, threshold, zero_value, weight_scaling = ctx.options
+    w = weight.to(x.dtype)
+    wb = _binary_weight(w, x.dtype, zero_value, weight_scaling)
+    g2 = grad.reshape(-1, grad.shape[-1]).to(x.dtype)
+    x2 = x.reshape(-1, x.shape[-1])
+    dx = _input_grad(x2, g2 @ wb, input_quant, threshold).reshape(x.shape)
+    dw = g2.t() @ Q._sign(x2, zero_value)
+    scale = _weight_scale(w, weight_scaling)
+    if scale is not None:
+        dw = dw * (scale if scale.dim() == 0 else scale[:, None])
+    db = g2.sum(0).to(ctx.bias_dtype) if ctx.has_bias else None
+    return dx, dw.to(weight.dtype), db, None, None, None, None
+
+
+binary_linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
+
+
+@torch.library.register_vmap("qsnn_kernels::binary_linear")
+def _(info, in_dims, x, weight, bias, input_quant, threshold, zero_value, weight_scaling):
+    x_dim, w_dim, b_dim = in_dims[:3]
+    options = (input_quant, threshold, zero_value, weight_scaling)
+    if w_dim is None and b_dim is None:
+        if x_dim is None:
+            return binary_linear_op(x, weight, bias, *options), None
+        return binary_linear_op(x.movedim(x_dim, 0), weight, bias, *options), 0
+    # batched parameters (per-sample weights): one call per sample
+    size = info.batch_size
+    pick = lambda t, d, i: t if (t is None or d is None) else t.select(d, i)  # noqa: E731
+    outs = [binary_linear_op(pick(x, x_dim, i), pick(weight, w_dim, i), pick(bias, b_dim, i), *options)
+            for i in range(size)]
+    return torch.stack(outs), 0
+
+
+def binary_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+                  input_quant: str = "ste", threshold: float | None = 1.0, zero_value: float = 1.0,
+                  weight_scaling: str = "none") -> torch.Tensor:
+    """:func:`reference.binary.binary_linear` on the packed kernels (binary ``input_quant`` and ``zero_value``
+    +-1 only)."""
+    return binary_linear_op(x, weight, bias, input_quant, threshold, float(zero_value), weight_scaling)
+
+
+def binary_matmul(x: torch.Tensor, w: torch.Tensor, *, zero_value: float = 1.0, word_bits: int = 32,
+                  bit_order: str = "lsb") -> torch.Tensor:
+    """:func:`reference.packing.binary_matmul`: ``sign(x) @ sign(w).T`` with the identity STE. ``word_bits`` and
+    ``bit_order`` only name the spec's internal layout; the result does not depend on them."""
+    return binary_linear_op(x, w, None, "ste", None, float(zero_value), "none")
+
+
+# ----------------------------------------------------------------------------------------------- binary conv2d op
+
+def _im2col(s: torch.Tensor, kh: int, kw: int, stride: int, dilation: int) -> tuple[torch.Tensor, int, int]:
+    """``[N, C, H, W]`` (padded) -> ``[N * OH * OW, C * kh * kw]`` patches, (c, i, j) order like a conv weight."""
+    n, c, h, w = s.shape
+    oh = (h - dilation * (kh - 1) - 1) // stride + 1
+    ow = (w - dilation * (kw - 1) - 1) // stride + 1
+    sn, sc, sh, sw = s.stride()
+    patches = s.as_strided((n, oh, ow, c, kh, kw), (sn, sh * stride, sw * stride, sc, sh * dilation, sw * dilation))
+    return patches.reshape(n * oh * ow, c * kh * kw), oh, ow
+
+
+@torch.library.custom_op("qsnn_kernels::binary_conv2d", mutates_args=())
+def binary_conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], stride: int,
+                     padding: int, dilation: int, groups: int, pad_value: float, input_quant: str,
+                     threshold: Optional[float], zero_value: float, weight_scaling: str) -> torch.Tensor:
+    _check_layer(input_quant, zero_value, weight_scaling)
+    unbatched = x.dim() == 3
+    xb = x.unsqueeze(0) if unbatched else x
+    w = weight.to(x.dtype)
+    s = sign_int8(xb, zero_value)
+    if padding:
+        s = F.pad(s, (padding,) * 4, value=int(pad_value))
+    cout, cin_g, kh, kw = w.shape
+    scale = _weight_scale(w, weight_scaling)
+    per_group = cout // groups
+    outs = []
+    for g in range(groups):
+        a, oh, ow = _im2col(s[:, g * cin_g:(g + 1) * cin_g], kh, kw, stride, dilation)
+        rows = slice(g * per_group, (g + 1) * per_group)
+        sc = None if scale is None else (scale if scale.dim() == 0 else scale[rows])
+        outs.append(packed_matmul(a.contiguous(), pack_weight(w[rows], zero_value), cin_g * kh * kw, scale=sc,
+                                  bias=None if bias is None else bias[rows].to(x.dtype), out_dtype=x.dtype,
+                                  a_is_pm1=not (padding and pad_value == 0.0)))
+    y = torch.cat(outs, dim=1) if groups > 1 else outs[0]
+    y = y.reshape(xb.shape[0], oh, ow, cout).permute(0, 3, 1, 2).contiguous()
+    return y[0] if unbatched else y
+
+
+def _conv_out_shape(x, weight, stride, padding, dilation):
+    h, w = x.shape[-2:]
+    kh, kw = weight.shape[-2:]
+    oh = (h + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
+    ow = (w + 2 * padding - dilation * (kw - 1) - 1) // stride + 1
+    return tuple(x.shape[:-3]) + (weight.shape[0], oh, ow)
+
+
+@binary_conv2d_op.register_fake
+def _(x, weight, bias, stride, padding, dilation, groups, pad_value, input_quant, threshold, zero_value,
+      weight_scaling):
+    return x.new_empty(_conv_out_shape(x, weight, stride, padding, dilation))
+
+
+def _conv_setup(ctx, inputs, output):
+    x, weight, bias = inputs[:3]
+    ctx.save_for_backward(x, weight)
+    ctx.has_bias = bias is not None
+    ctx.bias_dtype = None if bias is None else bias.dtype
+    ctx.options = inputs[3:]
+
+
+def _conv_backward(ctx, grad):
+    x, weight = ctx.saved_tensors
+    stride, padding, dilation, groups, pad_value, input_quant, threshold, zero_value, weight_scaling = ctx.options
+    unbatched = x.dim() == 3
+    xb = x.unsqueeze(0) if unbatched else x
+    g = (grad.unsqueeze(0) if unbatched else grad).to(x.dtype)
+    w = weight.to(x.dtype)
+    qp = Q._sign(xb, zero_value)
+    if padding:
+        qp = F.pad(qp, (padding,) * 4, value=pad_value)
+    wb = _binary_weight(w, x.dtype, zero_value, weight_scaling)
+    dqp = torch.nn.grad.conv2d_input(qp.shape, wb, g, stride=stride, padding=0, dilation=dilation, groups=groups)
+    if padding:
+        dqp = dqp[..., padding:-padding, padding:-padding]
+    dx = _input_grad(xb, dqp, input_quant, threshold)
+    dw = torch.nn.grad.conv2d_weight(qp, w.shape, g, stride=stride, padding=0, dilation=dilation, groups=groups)
+    scale = _weight_scale(w, weight_scaling)
+    if scale is not None:
+        dw = dw * (scale if scale.dim() == 0 else scale[:, None, None, None])
+    db = g.sum((0, 2, 3)).to(ctx.bias_dtype) if ctx.has_bias else None
+    return (dx[0] if unbatched else dx), dw.to(weight.dtype), db, *([None] * 9)
+
+
+binary_conv2d_op.register_autograd(_conv_backward, setup_context=_conv_setup)
+
+
+@torch.library.register_vmap("qsnn_kernels::binary_conv2d")
+def _(info, in_dims, x, weight, bias, *options):
+    x_dim, w_dim, b_dim = in_dims[:3]
+    if w_dim is None and b_dim is None:
+        if x_dim is None:
+            return binary_conv2d_op(x, weight, bias, *options), None
+        xm = x.movedim(x_dim, 0)
+        if xm.dim() == 4:  # unbatched samples: the vmap batch is the conv batch
+            return binary_conv2d_op(xm, weight, bias, *options), 0
+        size, n = xm.shape[:2]
+        y = binary_conv2d_op(xm.reshape((size * n,) + xm.shape[2:]), weight, bias, *options)
+        return y.reshape((size, n) + y.shape[1:]), 0
+    pick = lambda t, d, i: t if (t is None or d is None) else t.select(d, i)  # noqa: E731
+    outs = [binary_conv2d_op(pick(x, x_dim, i), pick(weight, w_dim, i), pick(bias, b_dim, i), *options)
+            for i in range(info.batch_size)]
+    return torch.stack(outs), 0
+
+
+def binary_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *, stride: int = 1,
+                  padding: int = 0, dilation: int = 1, groups: int = 1, pad_value: float = 0.0,
+                  input_quant: str = "ste", threshold: float | None = 1.0, zero_value: float = 1.0,
+                  weight_scaling: str = "none") -> torch.Tensor:
+    """:func:`reference.binary.binary_conv2d` on the packed kernels (im2col of int8 signs + the binary GEMM)."""
+    return binary_conv2d_op(x, weight, bias, stride, padding, dilation, groups, float(pad_value), input_quant,
+                            threshold, float(zero_value), weight_scaling)
+
+
+# ----------------------------------------------------------------------------------------------- modules
+
+class PackSigns(nn.Module):
+    """:func:`pack_signs` as a module (no parameters)."""
+
+    def __init__(self, dim: int = -1, bit_order: str = "lsb", pad: Optional[float] = None):
+        super().__init__()
+        self.dim = dim
+        self.msb = bit_order == "msb"
+        self.pad = pad
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.qsnn_kernels.pack_signs(x, self.dim, self.msb, self.pad)
+
+
+class BinaryLinear(nn.Module):
+    """A binary linear layer on the packed kernels: ``weight [N, K]`` and optional ``bias [N]`` parameters."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, input_quant: str = "ste",
+                 threshold: Optional[float] = 1.0, zero_value: float = 1.0, weight_scaling: str = "none"):
+        super().__init__()
+        _check_layer(input_quant, float(zero_value), weight_scaling)
+        self.weight = nn.Parameter(torch.empty(out_features, in_features).uniform_(-1, 1))
+        self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
+        self.input_quant = input_quant
+        self.threshold = None if threshold is None else float(threshold)
+        self.zero_value = float(zero_value)
+        self.weight_scaling = weight_scaling
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.qsnn_kernels.binary_linear(x, self.weight, self.bias, self.input_quant, self.threshold,
+                                                    self.zero_value, self.weight_scaling)
+
+
+class BinaryMatmul(nn.Module):
+    """``sign(x) @ sign(w).T`` with the identity STE; ``w [N, K]`` is the parameter."""
+
+    def __init__(self, in_features: int, out_features: int, *, zero_value: float = 1.0):
+        super().__init__()
+        self.w = nn.Parameter(torch.empty(out_features, in_features).uniform_(-1, 1))
+        self.zero_value = float(zero_value)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.qsnn_kernels.binary_linear(x, self.w, None, "ste", None, self.zero_value, "none")
+
+
+class BinaryConv2d(nn.Module):
+    """A binary conv2d on the packed kernels: ``weight [C_out, C_in / groups, k, k]``, optional ``bias``."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, *, stride: int = 1, padding: int = 0,
+                 dilation: int = 1, groups: int = 1, bias: bool = True, pad_value: float = 0.0,
+                 input_quant: str = "ste", threshold: Optional[float] = 1.0, zero_value: float = 1.0,
+                 weight_scaling: str = "none"):
+        super().__init__()
+        _check_layer(input_quant, float(zero_value), weight_scaling)
+        shape = (out_channels, in_channels // groups, kernel_size, kernel_size)
+        self.weight = nn.Parameter(torch.empty(shape).uniform_(-1, 1))
+        self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
+        self.stride, self.padding, self.dilation, self.groups = int(stride), int(padding), int(dilation), int(groups)
+        self.pad_value = float(pad_value)
+        self.input_quant = input_quant
+        self.threshold = None if threshold is None else float(threshold)
+        self.zero_value = float(zero_value)
+        self.weight_scaling = weight_scaling
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.qsnn_kernels.binary_conv2d(x, self.weight, self.bias, self.stride, self.padding,
+                                                    self.dilation, self.groups, self.pad_value, self.input_quant,
+                                                    self.threshold, self.zero_value, self.weight_scaling)
