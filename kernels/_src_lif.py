@@ -1,0 +1,212 @@
+"""Triton sources of the fused multi-step LIF kernels (see :mod:`kernels._src_binary` for the rules they follow).
+
+One program owns ``BLOCK`` neurons and walks all ``T`` steps, the membrane in registers. Forward reads ``x[t]``,
+writes ``spk[t]`` and, when a backward will follow, the membrane it needs (``U`` after the reset, plus ``V`` before
+the reset when the reset is immediate). Backward walks time in reverse with the carried ``dL/dU``.
+Surrogate ids: 0 straight_through, 1 fast_sigmoid, 2 atan, 3 sigmoid (``reference.surrogate``'s formulas).
+"""
+
+import triton.language as tl
+
+
+def leaky_fwd_kernel(x_ptr, spk_ptr, u_ptr, v_ptr, beta_ptr, thr_ptr, gsf_ptr, T, N,
+                     RESET: tl.constexpr, DELAY: tl.constexpr, SAVE: tl.constexpr, F64: tl.constexpr,
+                     ROUND: tl.constexpr, BLOCK: tl.constexpr):
+    """snntorch ``Leaky`` over time (``reference.neurons.leaky``); RESET 0 subtract, 1 zero, 2 none."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < N
+    if F64:
+        acc_ty = tl.float64
+    else:
+        acc_ty = tl.float32
+    b = tl.load(beta_ptr).to(acc_ty)
+    b = tl.minimum(tl.maximum(b, 0.0), 1.0)
+    thr = tl.load(thr_ptr).to(acc_ty)
+    g = tl.load(gsf_ptr).to(acc_ty)
+    u = tl.full((BLOCK,), 0.0, dtype=acc_ty)
+    for t in range(T):
+        x = tl.load(x_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
+        r = tl.where(u - thr > 0, 1.0, 0.0).to(acc_ty)
+        if RESET == 0:
+            v = b * u + x - r * thr
+        elif RESET == 1:
+            v = b * ((1.0 - r) * u) + x
+        else:
+            v = b * u + x
+        if ROUND:
+            v = v.to(spk_ptr.dtype.element_ty).to(acc_ty)
+        h = tl.where(v - thr > 0, 1.0, 0.0).to(acc_ty)
+        tl.store(spk_ptr + t * N + offs, (g * h).to(spk_ptr.dtype.element_ty), mask=inside)
+        if DELAY:
+            u = v
+        else:
+            if SAVE:
+                tl.store(v_ptr + t * N + offs, v.to(v_ptr.dtype.element_ty), mask=inside)
+            d = h - r
+            if RESET == 0:
+                u = v - d * thr
+            elif RESET == 1:
+                u = v - d * v
+            else:
+                u = v
+            if ROUND:
+                u = u.to(spk_ptr.dtype.element_ty).to(acc_ty)
+        if SAVE:
+            tl.store(u_ptr + t * N + offs, u.to(u_ptr.dtype.element_ty), mask=inside)
+
+
+def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr, gsf_ptr, T, N, n_prog, alpha,
+                     RESET: tl.constexpr, DELAY: tl.constexpr, SURROGATE: tl.constexpr, F64: tl.constexpr,
+                     BLOCK: tl.constexpr):
+    """Reverse sweep of :func:`leaky_fwd_kernel`: ``dx`` and per-lane partial sums of ``d beta`` (before the
+    clamp), ``d threshold``, ``d graded_spikes_factor`` into ``part[3, n_prog * BLOCK]``."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < N
+    if F64:
+        acc_ty = tl.float64
+    else:
+        acc_ty = tl.float32
+    b = tl.load(beta_ptr).to(acc_ty)
+    b = tl.minimum(tl.maximum(b, 0.0), 1.0)
+    thr = tl.load(thr_ptr).to(acc_ty)
+    g = tl.load(gsf_ptr).to(acc_ty)
+    zero = tl.full((BLOCK,), 0.0, dtype=acc_ty)
+    gu = zero
+    db = zero
+    dthr = zero
+    dg = zero
+    u_cur = tl.load(u_ptr + (T - 1) * N + offs, mask=inside, other=0.0).to(acc_ty)
+    for i in range(T):
+        t = T - 1 - i
+        u_prev = tl.load(u_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0).to(acc_ty)
+        if DELAY:
+            v = u_cur
+        else:
+            v = tl.load(v_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
+        r = tl.where(u_prev - thr > 0, 1.0, 0.0).to(acc_ty)
+        m = v - thr
+        h = tl.where(m > 0, 1.0, 0.0).to(acc_ty)
+        if SURROGATE == 0:
+            sg = zero + 1.0
+        elif SURROGATE == 1:
+            q = alpha * tl.abs(m) + 1.0
+            sg = 1.0 / (q * q)
+        elif SURROGATE == 2:
+            z = 1.5707963267948966 * alpha * m
+            sg = (alpha / 2.0) / (1.0 + z * z)
+        else:
+            e = tl.exp(-alpha * tl.abs(m))
+            sg = alpha * e / ((1.0 + e) * (1.0 + e))
+        ds = tl.load(gspk_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
+        dh = zero
+        if DELAY:
+            dv = gu
+        else:
+            d = h - r
+            if RESET == 0:
+                dv = gu
+                dh = -thr * gu
+                dthr += -d * gu
+            elif RESET == 1:
+                dv = gu * (1.0 - d)
+                dh = -v * gu
+            else:
+                dv = gu
+        dm = (ds * g + dh) * sg
+        dg += ds * h
+        dv += dm
+        dthr += -dm
+        if RESET == 0:
+            gu = b * dv
+            db += u_prev * dv
+            dthr += -r * dv
+        elif RESET == 1:
+            gu = b * (1.0 - r) * dv
+            db += (1.0 - r) * u_prev * dv
+        else:
+            gu = b * dv
+            db += u_prev * dv
+        tl.store(dx_ptr + t * N + offs, dv.to(dx_ptr.dtype.element_ty), mask=inside)
+        u_cur = u_prev
+    width = n_prog * BLOCK
+    tl.store(part_ptr + offs, db, mask=inside)
+    tl.store(part_ptr + width + offs, dthr, mask=inside)
+    tl.store(part_ptr + 2 * width + offs, dg, mask=inside)
+
+
+def sj_lif_fwd_kernel(x_ptr, spk_ptr, h_ptr, T, N, inv_tau, v_th, v_reset, rest,
+                      DECAY_INPUT: tl.constexpr, SOFT: tl.constexpr, SAVE: tl.constexpr, F64: tl.constexpr,
+                      ROUND: tl.constexpr, BLOCK: tl.constexpr):
+    """spikingjelly ``LIFNode`` over time (``reference.neurons.sj_lif``): charge, fire (``H >= v_th``), reset."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < N
+    if F64:
+        acc_ty = tl.float64
+    else:
+        acc_ty = tl.float32
+    v = tl.full((BLOCK,), 0.0, dtype=acc_ty) + v_reset
+    for t in range(T):
+        x = tl.load(x_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
+        if DECAY_INPUT:
+            h = v + (x - (v - rest)) * inv_tau
+        else:
+            h = v - (v - rest) * inv_tau + x
+        if ROUND:
+            h = h.to(spk_ptr.dtype.element_ty).to(acc_ty)
+        s = tl.where(h - v_th >= 0, 1.0, 0.0).to(acc_ty)
+        tl.store(spk_ptr + t * N + offs, s.to(spk_ptr.dtype.element_ty), mask=inside)
+        if SAVE:
+            tl.store(h_ptr + t * N + offs, h.to(h_ptr.dtype.element_ty), mask=inside)
+        if SOFT:
+            v = h - s * v_th
+        else:
+            v = s * v_reset + (1.0 - s) * h
+        if ROUND:
+            v = v.to(spk_ptr.dtype.element_ty).to(acc_ty)
+
+
+def sj_lif_bwd_kernel(gspk_ptr, h_ptr, dx_ptr, T, N, inv_tau, v_th, v_reset, alpha,
+                      DECAY_INPUT: tl.constexpr, SOFT: tl.constexpr, DETACH: tl.constexpr,
+                      SURROGATE: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
+    """Reverse sweep of :func:`sj_lif_fwd_kernel`: ``dx`` from ``dL/dspk`` and the saved charges ``H``."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < N
+    if F64:
+        acc_ty = tl.float64
+    else:
+        acc_ty = tl.float32
+    zero = tl.full((BLOCK,), 0.0, dtype=acc_ty)
+    gv = zero
+    for i in range(T):
+        t = T - 1 - i
+        h = tl.load(h_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
+        m = h - v_th
+        s = tl.where(m >= 0, 1.0, 0.0).to(acc_ty)
+        if SURROGATE == 0:
+            sg = zero + 1.0
+        elif SURROGATE == 1:
+            q = alpha * tl.abs(m) + 1.0
+            sg = 1.0 / (q * q)
+        elif SURROGATE == 2:
+            z = 1.5707963267948966 * alpha * m
+            sg = (alpha / 2.0) / (1.0 + z * z)
+        else:
+            e = tl.exp(-alpha * tl.abs(m))
+            sg = alpha * e / ((1.0 + e) * (1.0 + e))
+        ds = tl.load(gspk_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
+        if SOFT:
+            dh = gv
+            ds_reset = -v_th * gv
+        else:
+            dh = gv * (1.0 - s)
+            ds_reset = gv * (v_reset - h)
+        if DETACH:
+            ds_reset = zero
+        dh += (ds + ds_reset) * sg
+        if DECAY_INPUT:
+            dx = dh * inv_tau
+        else:
+            dx = dh
+        gv = dh * (1.0 - inv_tau)
+        tl.store(dx_ptr + t * N + offs, dx.to(dx_ptr.dtype.element_ty), mask=inside)
