@@ -3,7 +3,8 @@
 One program owns ``BLOCK`` neurons and walks all ``T`` steps, the membrane in registers. Forward reads ``x[t]``,
 writes ``spk[t]`` and, when a backward will follow, the membrane it needs (``U`` after the reset, plus ``V`` before
 the reset when the reset is immediate). Backward walks time in reverse with the carried ``dL/dU``.
-Surrogate ids: 0 straight_through, 1 fast_sigmoid, 2 atan, 3 sigmoid (``reference.surrogate``'s formulas).
+``ROUND``: the membrane is rounded to bfloat16 after every step (the spec computes in bfloat16), by integer bit
+arithmetic, which the interpreter runs too. Surrogate ids: 0 straight_through, 1 fast_sigmoid, 2 atan, 3 sigmoid (``reference.surrogate``'s formulas).
 """
 
 import triton.language as tl
@@ -33,8 +34,10 @@ def leaky_fwd_kernel(x_ptr, spk_ptr, u_ptr, v_ptr, beta_ptr, thr_ptr, gsf_ptr, T
             v = b * ((1.0 - r) * u) + x
         else:
             v = b * u + x
-        if ROUND:
-            v = v.to(spk_ptr.dtype.element_ty).to(acc_ty)
+        if ROUND:  # round to bfloat16, nearest-even, by bits (the interpreter has no bfloat16)
+            bits = v.to(tl.uint32, bitcast=True)
+            bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+            v = bits.to(tl.float32, bitcast=True)
         h = tl.where(v - thr > 0, 1.0, 0.0).to(acc_ty)
         tl.store(spk_ptr + t * N + offs, (g * h).to(spk_ptr.dtype.element_ty), mask=inside)
         if DELAY:
@@ -50,16 +53,19 @@ def leaky_fwd_kernel(x_ptr, spk_ptr, u_ptr, v_ptr, beta_ptr, thr_ptr, gsf_ptr, T
             else:
                 u = v
             if ROUND:
-                u = u.to(spk_ptr.dtype.element_ty).to(acc_ty)
+                bits = u.to(tl.uint32, bitcast=True)
+                bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+                u = bits.to(tl.float32, bitcast=True)
         if SAVE:
             tl.store(u_ptr + t * N + offs, u.to(u_ptr.dtype.element_ty), mask=inside)
 
 
-def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr, gsf_ptr, T, N, n_prog, alpha,
+def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr, gsf_ptr, T, N, alpha,
                      RESET: tl.constexpr, DELAY: tl.constexpr, SURROGATE: tl.constexpr, F64: tl.constexpr,
                      BLOCK: tl.constexpr):
-    """Reverse sweep of :func:`leaky_fwd_kernel`: ``dx`` and per-lane partial sums of ``d beta`` (before the
-    clamp), ``d threshold``, ``d graded_spikes_factor`` into ``part[3, n_prog * BLOCK]``."""
+    """Reverse sweep of :func:`leaky_fwd_kernel`: ``dx`` and, per neuron, the time sums of ``d beta`` (before the
+    clamp), ``d threshold``, ``d graded_spikes_factor`` into ``part[3, N]`` (summed over neurons by the caller, so
+    a vmapped backward keeps them per sample)."""
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     inside = offs < N
@@ -129,10 +135,9 @@ def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr
             db += u_prev * dv
         tl.store(dx_ptr + t * N + offs, dv.to(dx_ptr.dtype.element_ty), mask=inside)
         u_cur = u_prev
-    width = n_prog * BLOCK
-    tl.store(part_ptr + offs, db, mask=inside)
-    tl.store(part_ptr + width + offs, dthr, mask=inside)
-    tl.store(part_ptr + 2 * width + offs, dg, mask=inside)
+    tl.store(part_ptr + offs, db.to(part_ptr.dtype.element_ty), mask=inside)
+    tl.store(part_ptr + N + offs, dthr.to(part_ptr.dtype.element_ty), mask=inside)
+    tl.store(part_ptr + 2 * N + offs, dg.to(part_ptr.dtype.element_ty), mask=inside)
 
 
 def sj_lif_fwd_kernel(x_ptr, spk_ptr, h_ptr, T, N, inv_tau, v_th, v_reset, rest,
@@ -153,7 +158,9 @@ def sj_lif_fwd_kernel(x_ptr, spk_ptr, h_ptr, T, N, inv_tau, v_th, v_reset, rest,
         else:
             h = v - (v - rest) * inv_tau + x
         if ROUND:
-            h = h.to(spk_ptr.dtype.element_ty).to(acc_ty)
+            bits = h.to(tl.uint32, bitcast=True)
+            bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+            h = bits.to(tl.float32, bitcast=True)
         s = tl.where(h - v_th >= 0, 1.0, 0.0).to(acc_ty)
         tl.store(spk_ptr + t * N + offs, s.to(spk_ptr.dtype.element_ty), mask=inside)
         if SAVE:
@@ -162,8 +169,10 @@ def sj_lif_fwd_kernel(x_ptr, spk_ptr, h_ptr, T, N, inv_tau, v_th, v_reset, rest,
             v = h - s * v_th
         else:
             v = s * v_reset + (1.0 - s) * h
-        if ROUND:
-            v = v.to(spk_ptr.dtype.element_ty).to(acc_ty)
+        if ROUND:  # round to bfloat16, nearest-even, by bits (the interpreter has no bfloat16)
+            bits = v.to(tl.uint32, bitcast=True)
+            bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+            v = bits.to(tl.float32, bitcast=True)
 
 
 def sj_lif_bwd_kernel(gspk_ptr, h_ptr, dx_ptr, T, N, inv_tau, v_th, v_reset, alpha,

@@ -1,9 +1,10 @@
 """Packed binary kernels as PyTorch operators: sign + bit packing, binary linear/matmul, binary conv2d.
 
-Each operator is a ``torch.library.custom_op`` in the ``qsnn_kernels`` namespace with a fake (meta) kernel, the
-spec's straight-through backward (:mod:`reference.quant`'s ``*_grad`` formulas and ``a * sign(W)`` weights) as its
-autograd formula, and a vmap rule, so it survives ``torch.compile(fullgraph=True)``, ``torch.export``,
-``torch.func`` and TorchScript like any aten op. The forward is exact integer arithmetic on the signs:
+Each forward is a ``torch.library.custom_op`` in the ``qsnn_kernels`` namespace with a fake (meta) kernel and a
+vmap rule (opaque to ``torch.compile(fullgraph=True)`` and ``torch.export``); an ``autograd.Function`` with
+``setup_context`` adds the spec's straight-through backward (:mod:`reference.quant`'s ``*_grad`` formulas and
+``a * sign(W)`` weights), so ``torch.func.grad``/``vmap`` compose with it (``custom_op.register_autograd`` does
+not, torch 2.13: "an autograd.Function ... must override the setup_context staticmethod"). The forward is exact integer arithmetic on the signs:
 
 - weights are bit-packed along K into int32 words (lsb first: the layout of :func:`reference.packing.pack_signs`
   with ``word_bits=32, bit_order="lsb"``), 16 times fewer bytes than float16;
@@ -59,11 +60,26 @@ def _cuda(t: torch.Tensor) -> bool:
     return t.device.type == "cuda"
 
 
+def _kernel_view(t: torch.Tensor) -> torch.Tensor:
+    """``t`` as the kernel reads it: Triton's interpreter (CPU) misreads bfloat16 (numpy has none), so CPU bfloat16
+    tensors go in as float32 (exact)."""
+    return t.float() if (t.dtype == torch.bfloat16 and not _cuda(t)) else t
+
+
+def _kernel_out_dtype(dtype: torch.dtype, device: torch.device) -> torch.dtype:
+    return torch.float32 if (dtype == torch.bfloat16 and device.type != "cuda") else dtype
+
+
+def _fresh(t: torch.Tensor) -> torch.Tensor:
+    """A custom op must not return a view (autograd refuses in-place ops on it downstream)."""
+    return t.clone() if t._base is not None else t
+
+
 # ----------------------------------------------------------------------------------------------- building blocks
 
 def pack_rows(x2d: torch.Tensor, *, zero_bit: int = 0, pad_bit: int = 1, msb: bool = False) -> torch.Tensor:
     """``[R, L]`` floats -> ``[R, ceil(L / 32)]`` int32 words of their signs (1 = positive)."""
-    x2d = x2d.contiguous()
+    x2d = _kernel_view(x2d).contiguous()
     rows, length = x2d.shape
     words = -(-length // 32)
     out = torch.empty((rows, words), dtype=torch.int32, device=x2d.device)
@@ -77,7 +93,7 @@ def pack_rows(x2d: torch.Tensor, *, zero_bit: int = 0, pad_bit: int = 1, msb: bo
 
 def sign_int8(x: torch.Tensor, zero_value: float) -> torch.Tensor:
     """``sign(x)`` as int8 with ``sign(0) = zero_value``."""
-    x = x.contiguous()
+    x = _kernel_view(x).contiguous()
     out = torch.empty(x.shape, dtype=torch.int8, device=x.device)
     n = x.numel()
     if n:
@@ -101,7 +117,7 @@ def unpack_bits(packed: torch.Tensor, k: int) -> torch.Tensor:
 def _scale_args(scale: Optional[torch.Tensor], like: torch.Tensor):
     if scale is None:
         return 0, like
-    return (1 if scale.numel() == 1 else 2), scale.reshape(-1).contiguous()
+    return (1 if scale.numel() == 1 else 2), _kernel_view(scale.reshape(-1)).contiguous()
 
 
 def xnor_gemv(a_packed: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: Optional[torch.Tensor] = None,
@@ -109,9 +125,10 @@ def xnor_gemv(a_packed: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: 
     """``scale * (k - 2 popcount(a ^ b)) + bias`` for packed +-1 rows ``a [M, KW]``, ``b [N, KW]`` padded alike."""
     m, kw = a_packed.shape
     n = b_packed.shape[0]
-    out = torch.empty((m, n), dtype=out_dtype, device=a_packed.device)
+    out = torch.empty((m, n), dtype=_kernel_out_dtype(out_dtype, a_packed.device), device=a_packed.device)
+    bias = None if bias is None else _kernel_view(bias)
     if not (m and n):
-        return out
+        return out.to(out_dtype)
     mode, scale_t = _scale_args(scale, out)
     cuda = _cuda(a_packed)
     block_m = max(2, min(16, 1 << (m - 1).bit_length()))
@@ -123,7 +140,7 @@ def xnor_gemv(a_packed: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: 
                  m, n, k, kw, a_packed.stride(0), b_packed.stride(0), out.stride(0),
                  SCALE_MODE=mode, HAS_BIAS=bias is not None, USE_ASM=cuda,
                  BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_W=block_w)
-    return out
+    return out.to(out_dtype)
 
 
 #: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) on CUDA, chosen by the rows M.
@@ -139,11 +156,10 @@ def gemm_a8(a_i8: torch.Tensor, b: torch.Tensor, k: int, *, scale: Optional[torc
     b = b.contiguous()
     m = a_i8.shape[0]
     n = b.shape[0]
-    out = torch.empty((m, n), dtype=out_dtype, device=a_i8.device)
+    out = torch.empty((m, n), dtype=_kernel_out_dtype(out_dtype, a_i8.device), device=a_i8.device)
+    bias = None if bias is None else _kernel_view(bias)
     if not (m and n):
-        return out
-    if k == 0:
-        return out.zero_() + (bias.to(out_dtype) if bias is not None else 0)
+        return out.to(out_dtype)
     mode, scale_t = _scale_args(scale, out)
     packed = b.dtype == torch.int32
     kw = -(-k // 32)
@@ -157,7 +173,7 @@ def gemm_a8(a_i8: torch.Tensor, b: torch.Tensor, k: int, *, scale: Optional[torc
     K_.gemm_a8(a_i8.device, grid, a_i8, b, out, scale_t, bias if bias is not None else out, m, n, k, kw,
                a_i8.stride(0), b.stride(0), out.stride(0), B_PACKED=packed, SCALE_MODE=mode,
                HAS_BIAS=bias is not None, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, **extra)
-    return out
+    return out.to(out_dtype)
 
 
 def packed_matmul(a_i8: torch.Tensor, w_packed: torch.Tensor, k: int, *, scale: Optional[torch.Tensor] = None,
@@ -237,7 +253,7 @@ def pack_signs_op(x: torch.Tensor, dim: int, msb: bool, pad: Optional[float]) ->
     if length % 32 and pad is None:
         raise ValueError(f"x.shape[dim] = {length} is not divisible by word_bits = 32; pass pad=+1.0 or -1.0")
     packed = pack_rows(moved.reshape(-1, length), zero_bit=0, pad_bit=int((pad or 1.0) > 0), msb=msb)
-    return packed.reshape(moved.shape[:-1] + (packed.shape[-1],)).movedim(-1, dim).contiguous()
+    return _fresh(packed.reshape(moved.shape[:-1] + (packed.shape[-1],)).movedim(-1, dim).contiguous())
 
 
 @pack_signs_op.register_fake
@@ -279,7 +295,7 @@ def binary_linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     a = sign_int8(x.reshape(-1, k), zero_value)
     y = packed_matmul(a, pack_weight(w, zero_value), k, scale=_weight_scale(w, weight_scaling),
                       bias=None if bias is None else bias.to(x.dtype), out_dtype=x.dtype)
-    return y.reshape(x.shape[:-1] + (weight.shape[0],))
+    return _fresh(y.reshape(x.shape[:-1] + (weight.shape[0],)))
 
 
 @binary_linear_op.register_fake
@@ -311,7 +327,19 @@ def _linear_backward(ctx, grad):
     return dx, dw.to(weight.dtype), db, None, None, None, None
 
 
-binary_linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
+class BinaryLinearFunction(torch.autograd.Function):
+    """The operator with the spec's straight-through backward. An ``autograd.Function`` with ``setup_context``
+    (rather than ``custom_op.register_autograd``) so that torch.func's grad/vmap compose with it; its vmap rule is
+    generated from the operator's own."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x, weight, bias, input_quant, threshold, zero_value, weight_scaling):
+        return binary_linear_op(x, weight, bias, input_quant, threshold, zero_value, weight_scaling)
+
+    setup_context = staticmethod(_linear_setup)
+    backward = staticmethod(_linear_backward)
 
 
 @torch.library.register_vmap("qsnn_kernels::binary_linear")
@@ -335,14 +363,14 @@ def binary_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
                   weight_scaling: str = "none") -> torch.Tensor:
     """:func:`reference.binary.binary_linear` on the packed kernels (binary ``input_quant`` and ``zero_value``
     +-1 only)."""
-    return binary_linear_op(x, weight, bias, input_quant, threshold, float(zero_value), weight_scaling)
+    return BinaryLinearFunction.apply(x, weight, bias, input_quant, threshold, float(zero_value), weight_scaling)
 
 
 def binary_matmul(x: torch.Tensor, w: torch.Tensor, *, zero_value: float = 1.0, word_bits: int = 32,
                   bit_order: str = "lsb") -> torch.Tensor:
     """:func:`reference.packing.binary_matmul`: ``sign(x) @ sign(w).T`` with the identity STE. ``word_bits`` and
     ``bit_order`` only name the spec's internal layout; the result does not depend on them."""
-    return binary_linear_op(x, w, None, "ste", None, float(zero_value), "none")
+    return BinaryLinearFunction.apply(x, w, None, "ste", None, float(zero_value), "none")
 
 
 # ----------------------------------------------------------------------------------------------- binary conv2d op
@@ -381,7 +409,7 @@ def binary_conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
                                   a_is_pm1=not (padding and pad_value == 0.0)))
     y = torch.cat(outs, dim=1) if groups > 1 else outs[0]
     y = y.reshape(xb.shape[0], oh, ow, cout).permute(0, 3, 1, 2).contiguous()
-    return y[0] if unbatched else y
+    return _fresh(y[0] if unbatched else y)
 
 
 def _conv_out_shape(x, weight, stride, padding, dilation):
@@ -429,7 +457,19 @@ def _conv_backward(ctx, grad):
     return (dx[0] if unbatched else dx), dw.to(weight.dtype), db, *([None] * 9)
 
 
-binary_conv2d_op.register_autograd(_conv_backward, setup_context=_conv_setup)
+class BinaryConv2dFunction(torch.autograd.Function):
+    """The conv operator with the spec's straight-through backward (see :class:`BinaryLinearFunction`)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x, weight, bias, stride, padding, dilation, groups, pad_value, input_quant, threshold, zero_value,
+                weight_scaling):
+        return binary_conv2d_op(x, weight, bias, stride, padding, dilation, groups, pad_value, input_quant,
+                                threshold, zero_value, weight_scaling)
+
+    setup_context = staticmethod(_conv_setup)
+    backward = staticmethod(_conv_backward)
 
 
 @torch.library.register_vmap("qsnn_kernels::binary_conv2d")
@@ -455,8 +495,8 @@ def binary_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
                   input_quant: str = "ste", threshold: float | None = 1.0, zero_value: float = 1.0,
                   weight_scaling: str = "none") -> torch.Tensor:
     """:func:`reference.binary.binary_conv2d` on the packed kernels (im2col of int8 signs + the binary GEMM)."""
-    return binary_conv2d_op(x, weight, bias, stride, padding, dilation, groups, float(pad_value), input_quant,
-                            threshold, float(zero_value), weight_scaling)
+    return BinaryConv2dFunction.apply(x, weight, bias, stride, padding, dilation, groups, float(pad_value),
+                                      input_quant, threshold, float(zero_value), weight_scaling)
 
 
 # ----------------------------------------------------------------------------------------------- modules
@@ -489,8 +529,8 @@ class BinaryLinear(nn.Module):
         self.weight_scaling = weight_scaling
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.qsnn_kernels.binary_linear(x, self.weight, self.bias, self.input_quant, self.threshold,
-                                                    self.zero_value, self.weight_scaling)
+        return BinaryLinearFunction.apply(x, self.weight, self.bias, self.input_quant, self.threshold,
+                                          self.zero_value, self.weight_scaling)
 
 
 class BinaryMatmul(nn.Module):
@@ -502,7 +542,7 @@ class BinaryMatmul(nn.Module):
         self.zero_value = float(zero_value)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.qsnn_kernels.binary_linear(x, self.w, None, "ste", None, self.zero_value, "none")
+        return BinaryLinearFunction.apply(x, self.w, None, "ste", None, self.zero_value, "none")
 
 
 class BinaryConv2d(nn.Module):
@@ -525,6 +565,6 @@ class BinaryConv2d(nn.Module):
         self.weight_scaling = weight_scaling
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.qsnn_kernels.binary_conv2d(x, self.weight, self.bias, self.stride, self.padding,
-                                                    self.dilation, self.groups, self.pad_value, self.input_quant,
-                                                    self.threshold, self.zero_value, self.weight_scaling)
+        return BinaryConv2dFunction.apply(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                                          self.groups, self.pad_value, self.input_quant, self.threshold,
+                                          self.zero_value, self.weight_scaling)

@@ -60,7 +60,27 @@ def _launch_shape(x: torch.Tensor, n: int, block: tuple | None = None):
 
 
 def _flags(x: torch.Tensor) -> dict:
-    return dict(F64=x.dtype == torch.float64, ROUND=x.dtype in (torch.bfloat16, torch.float16))
+    return dict(F64=x.dtype == torch.float64, ROUND=x.dtype == torch.bfloat16)
+
+
+def _kernel_view(t: torch.Tensor) -> torch.Tensor:
+    """Triton's interpreter (CPU) misreads bfloat16 (numpy has none): CPU bfloat16 runs as float32 (exact, since
+    the kernel rounds the membrane to bfloat16 itself)."""
+    return t.float() if (t.dtype == torch.bfloat16 and t.device.type != "cuda") else t.contiguous()
+
+
+def _check_dtype(x: torch.Tensor) -> None:
+    if x.dtype not in (torch.float32, torch.float64, torch.bfloat16):
+        raise TypeError(f"the LIF kernels take float32, float64 or bfloat16 input, got {x.dtype}")
+
+
+def _per_time(t: torch.Tensor, bdim, size: int) -> torch.Tensor:
+    """A vmapped ``(T, ...)`` tensor with its batch moved to dim 1 (materialised when unbatched)."""
+    if bdim is not None:
+        return t.movedim(bdim, 1)
+    if t.numel() == 0:
+        return t
+    return t.unsqueeze(1).expand((t.shape[0], size) + tuple(t.shape[1:]))
 
 
 # ----------------------------------------------------------------------------------------------- Leaky
@@ -69,21 +89,23 @@ def _flags(x: torch.Tensor) -> dict:
 def leaky_op(x: torch.Tensor, beta: torch.Tensor, threshold: torch.Tensor, graded_spikes_factor: torch.Tensor,
              reset_mechanism: str, reset_delay: bool, surrogate: str, surrogate_alpha: Optional[float],
              save: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Spikes, and (``save``) the membrane trace ``U`` (after reset) and ``V`` (before it; immediate reset only)."""
     if reset_mechanism not in RESETS:
         raise ValueError(f"reset_mechanism must be one of {tuple(RESETS)}, got {reset_mechanism!r}")
     _alpha(surrogate, surrogate_alpha)
-    x = x.contiguous()
+    _check_dtype(x)
+    xk = _kernel_view(x)
     steps = x.shape[0]
     n = x.numel() // max(steps, 1)
-    spk = torch.empty_like(x)
-    u = torch.empty_like(x) if save else x.new_empty(0)
-    v = torch.empty_like(x) if (save and not reset_delay) else x.new_empty(0)
+    spk = torch.empty_like(xk)
+    u = torch.empty_like(xk) if save else xk.new_empty(0)
+    v = torch.empty_like(xk) if (save and not reset_delay) else xk.new_empty(0)
     if x.numel():
-        params = [p.to(x.dtype).reshape(()).contiguous() for p in (beta, threshold, graded_spikes_factor)]
+        params = [_kernel_view(p.to(x.dtype).reshape(())) for p in (beta, threshold, graded_spikes_factor)]
         block, grid, extra = _launch_shape(x, n)
-        K_.leaky_fwd(x.device, (grid,), x, spk, u if save else spk, v if v.numel() else spk, *params, steps, n,
+        K_.leaky_fwd(x.device, (grid,), xk, spk, u if save else spk, v if v.numel() else spk, *params, steps, n,
                      RESET=RESETS[reset_mechanism], DELAY=reset_delay, SAVE=save, BLOCK=block, **_flags(x), **extra)
-    return spk, u, v
+    return spk.to(x.dtype), u.to(x.dtype), v.to(x.dtype)
 
 
 @leaky_op.register_fake
@@ -92,48 +114,55 @@ def _(x, beta, threshold, graded_spikes_factor, reset_mechanism, reset_delay, su
             torch.empty_like(x) if (save and not reset_delay) else x.new_empty(0))
 
 
-def _leaky_setup(ctx, inputs, output):
-    x, beta, threshold, gsf, reset_mechanism, reset_delay, surrogate, surrogate_alpha, save = inputs
-    _, u, v = output
-    ctx.save_for_backward(u, v, beta, threshold, gsf)
-    ctx.options = (reset_mechanism, reset_delay, surrogate, surrogate_alpha, save)
+@torch.library.register_vmap("qsnn_kernels::leaky")
+def _(info, in_dims, x, beta, threshold, gsf, *options):
+    if any(d is not None for d in in_dims[1:4]):
+        return _loop_vmap(leaky_op, info, in_dims, (x, beta, threshold, gsf, *options), 4)
+    if in_dims[0] is None:
+        return leaky_op(x, beta, threshold, gsf, *options), (None, None, None)
+    out = leaky_op(x.movedim(in_dims[0], 1), beta, threshold, gsf, *options)
+    return out, tuple(1 if t.numel() else None for t in out)
 
 
-def leaky_backward(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
-                   threshold: torch.Tensor, gsf: torch.Tensor, reset_mechanism: str, reset_delay: bool,
-                   surrogate: str, surrogate_alpha: Optional[float]):
-    """``(dx, dbeta, dthreshold, dgraded_spikes_factor)`` from the saved trace (the fused reverse sweep)."""
-    grad_spk = grad_spk.contiguous()
-    steps = grad_spk.shape[0]
-    n = grad_spk.numel() // max(steps, 1)
-    dx = torch.empty_like(grad_spk)
-    params = [p.to(grad_spk.dtype).reshape(()).contiguous() for p in (beta, threshold, gsf)]
-    block, grid, extra = _launch_shape(grad_spk, n)
+@torch.library.custom_op("qsnn_kernels::leaky_backward", mutates_args=())
+def leaky_backward_op(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
+                      threshold: torch.Tensor, graded_spikes_factor: torch.Tensor, reset_mechanism: str,
+                      reset_delay: bool, surrogate: str,
+                      surrogate_alpha: Optional[float]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fused reverse sweep: ``dx`` and, per neuron, the time sums of the three parameter gradients
+    (``[3, *x.shape[1:]]``; beta's before its clamp)."""
+    dtype = grad_spk.dtype
+    g = _kernel_view(grad_spk)
+    steps = g.shape[0]
+    n = g.numel() // max(steps, 1)
+    dx = torch.empty_like(g)
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+    part = torch.zeros((3,) + tuple(g.shape[1:]), dtype=acc, device=g.device)
+    if g.numel():
+        params = [_kernel_view(p.to(dtype).reshape(())) for p in (beta, threshold, graded_spikes_factor)]
+        uk = _kernel_view(u)
+        block, grid, extra = _launch_shape(g, n)
+        K_.leaky_bwd(g.device, (grid,), g, uk, _kernel_view(v) if v.numel() else uk, dx, part, *params, steps, n,
+                     _alpha(surrogate, surrogate_alpha), RESET=RESETS[reset_mechanism], DELAY=reset_delay,
+                     SURROGATE=SURROGATES[surrogate], F64=dtype == torch.float64, BLOCK=block, **extra)
+    return dx.to(dtype), part
+
+
+@leaky_backward_op.register_fake
+def _(grad_spk, u, v, beta, threshold, graded_spikes_factor, reset_mechanism, reset_delay, surrogate,
+      surrogate_alpha):
     acc = torch.float64 if grad_spk.dtype == torch.float64 else torch.float32
-    part = torch.zeros((3, grid * block), dtype=acc, device=grad_spk.device)
-    if grad_spk.numel():
-        K_.leaky_bwd(grad_spk.device, (grid,), grad_spk, u, v if v.numel() else u, dx, part, *params, steps, n,
-                     grid, _alpha(surrogate, surrogate_alpha), RESET=RESETS[reset_mechanism], DELAY=reset_delay,
-                     SURROGATE=SURROGATES[surrogate], F64=grad_spk.dtype == torch.float64, BLOCK=block, **extra)
-    sums = part.sum(dim=1)
-    inside = ((beta >= 0) & (beta <= 1)).to(sums.dtype)  # clamp(beta, 0, 1) passes the gradient inside [0, 1]
-    return (dx, (sums[0] * inside).to(beta.dtype).reshape(beta.shape), sums[1].to(threshold.dtype).reshape(threshold.shape),
-            sums[2].to(gsf.dtype).reshape(gsf.shape))
+    return torch.empty_like(grad_spk), grad_spk.new_empty((3,) + tuple(grad_spk.shape[1:]), dtype=acc)
 
 
-def _leaky_backward(ctx, grad_spk, grad_u, grad_v):
-    u, v, beta, threshold, gsf = ctx.saved_tensors
-    reset_mechanism, reset_delay, surrogate, surrogate_alpha, save = ctx.options
-    if not save:
-        raise RuntimeError("qsnn_kernels::leaky ran with save=False: no membrane trace for the backward")
-    if grad_spk is None:
-        grad_spk = torch.zeros_like(u)
-    dx, db, dt, dg = leaky_backward(grad_spk, u, v, beta, threshold, gsf, reset_mechanism, reset_delay, surrogate,
-                                    surrogate_alpha)
-    return dx, db, dt, dg, None, None, None, None, None
-
-
-leaky_op.register_autograd(_leaky_backward, setup_context=_leaky_setup)
+@torch.library.register_vmap("qsnn_kernels::leaky_backward")
+def _(info, in_dims, grad_spk, u, v, beta, threshold, gsf, *options):
+    if any(d is not None for d in in_dims[3:6]):
+        return _loop_vmap(leaky_backward_op, info, in_dims, (grad_spk, u, v, beta, threshold, gsf, *options), 6)
+    size = info.batch_size
+    g, uu, vv = (_per_time(t, d, size) for t, d in zip((grad_spk, u, v), in_dims[:3]))
+    dx, part = leaky_backward_op(g.contiguous(), uu.contiguous(), vv.contiguous(), beta, threshold, gsf, *options)
+    return (dx, part), (1, 1)
 
 
 def _loop_vmap(op, info, in_dims, args, n_tensors):
@@ -143,15 +172,34 @@ def _loop_vmap(op, info, in_dims, args, n_tensors):
     return tuple(torch.stack(parts) for parts in zip(*outs)), (0,) * len(outs[0])
 
 
-@torch.library.register_vmap("qsnn_kernels::leaky")
-def _(info, in_dims, x, beta, threshold, gsf, *options):
-    x_dim = in_dims[0]
-    if all(d is None for d in in_dims[1:4]):
-        if x_dim is None:
-            return leaky_op(x, beta, threshold, gsf, *options), (None, None, None)
-        out = leaky_op(x.movedim(x_dim, 1), beta, threshold, gsf, *options)
-        return out, tuple(1 if t.dim() else None for t in out)
-    return _loop_vmap(leaky_op, info, in_dims, (x, beta, threshold, gsf, *options), 4)
+class LeakyFunction(torch.autograd.Function):
+    """Forward with the trace saved; backward by the fused reverse sweep. An ``autograd.Function`` with
+    ``setup_context`` so torch.func's grad/vmap compose with it (``custom_op.register_autograd`` does not)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x, beta, threshold, gsf, reset_mechanism, reset_delay, surrogate, surrogate_alpha):
+        return leaky_op(x, beta, threshold, gsf, reset_mechanism, reset_delay, surrogate, surrogate_alpha, True)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, beta, threshold, gsf, *options = inputs
+        _, u, v = output
+        ctx.mark_non_differentiable(u, v)
+        ctx.save_for_backward(u, v, beta, threshold, gsf)
+        ctx.options = tuple(options)
+
+    @staticmethod
+    def backward(ctx, grad_spk, grad_u, grad_v):
+        u, v, beta, threshold, gsf = ctx.saved_tensors
+        with torch.no_grad():  # the reverse sweep is not differentiated again (no double backward)
+            dx, part = leaky_backward_op(grad_spk.contiguous(), u, v, beta, threshold, gsf, *ctx.options)
+        sums = part.flatten(1).sum(1)
+        inside = ((beta >= 0) & (beta <= 1)).to(sums.dtype)  # clamp(beta, 0, 1) passes the gradient on [0, 1]
+        return (dx, (sums[0] * inside).to(beta.dtype).reshape(beta.shape),
+                sums[1].to(threshold.dtype).reshape(threshold.shape), sums[2].to(gsf.dtype).reshape(gsf.shape),
+                None, None, None, None)
 
 
 def _needs_grad(*tensors: torch.Tensor) -> bool:
@@ -161,13 +209,16 @@ def _needs_grad(*tensors: torch.Tensor) -> bool:
 def leaky(x: torch.Tensor, *, beta, threshold=1.0, reset_mechanism: str = "subtract", reset_delay: bool = True,
           graded_spikes_factor=1.0, surrogate: str = "atan", surrogate_alpha: float | None = None,
           time_dim: int = 0) -> torch.Tensor:
-    """:func:`reference.neurons.leaky` on the fused kernels (``time_dim=0``; smooth surrogates)."""
+    """:func:`reference.neurons.leaky` on the fused kernels (``time_dim=0``; smooth surrogates). Without a
+    gradient to compute, the forward writes no membrane trace."""
     if time_dim != 0:
         raise ValueError("the fused kernel runs time-major input (time_dim=0)")
     params = [p if isinstance(p, torch.Tensor) else x.new_tensor(float(p)) for p in (beta, threshold,
                                                                                       graded_spikes_factor)]
-    return leaky_op(x, *params, reset_mechanism, reset_delay, surrogate, surrogate_alpha,
-                    _needs_grad(x, *params))[0]
+    options = (reset_mechanism, reset_delay, surrogate, surrogate_alpha)
+    if _needs_grad(x, *params):
+        return LeakyFunction.apply(x, *params, *options)[0]
+    return leaky_op(x, *params, *options, False)[0]
 
 
 class Leaky(nn.Module):
@@ -187,12 +238,9 @@ class Leaky(nn.Module):
         self.surrogate_alpha = None if surrogate_alpha is None else float(surrogate_alpha)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        save = torch.is_grad_enabled() and (x.requires_grad or self.beta.requires_grad
-                                            or self.threshold.requires_grad
-                                            or self.graded_spikes_factor.requires_grad)
-        return torch.ops.qsnn_kernels.leaky(x, self.beta, self.threshold, self.graded_spikes_factor,
-                                            self.reset_mechanism, self.reset_delay, self.surrogate,
-                                            self.surrogate_alpha, save)[0]
+        return leaky(x, beta=self.beta, threshold=self.threshold, graded_spikes_factor=self.graded_spikes_factor,
+                     reset_mechanism=self.reset_mechanism, reset_delay=self.reset_delay, surrogate=self.surrogate,
+                     surrogate_alpha=self.surrogate_alpha)
 
 
 # ----------------------------------------------------------------------------------------------- spikingjelly LIF
@@ -205,19 +253,21 @@ def _sj_scalars(tau: float, v_reset: Optional[float]):
 def sj_lif_op(x: torch.Tensor, tau: float, decay_input: bool, v_threshold: float, v_reset: Optional[float],
               detach_reset: bool, surrogate: str, surrogate_alpha: Optional[float],
               save: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Spikes, and (``save``) the charges ``H`` the backward needs."""
     _alpha(surrogate, surrogate_alpha)
-    x = x.contiguous()
+    _check_dtype(x)
+    xk = _kernel_view(x)
     steps = x.shape[0]
     n = x.numel() // max(steps, 1)
-    spk = torch.empty_like(x)
-    h = torch.empty_like(x) if save else x.new_empty(0)
+    spk = torch.empty_like(xk)
+    h = torch.empty_like(xk) if save else xk.new_empty(0)
     if x.numel():
         inv_tau, reset = _sj_scalars(tau, v_reset)
         block, grid, extra = _launch_shape(x, n)
-        K_.sj_lif_fwd(x.device, (grid,), x, spk, h if save else spk, steps, n, inv_tau, float(v_threshold), reset,
+        K_.sj_lif_fwd(x.device, (grid,), xk, spk, h if save else spk, steps, n, inv_tau, float(v_threshold), reset,
                       reset, DECAY_INPUT=decay_input, SOFT=v_reset is None, SAVE=save, BLOCK=block, **_flags(x),
                       **extra)
-    return spk, h
+    return spk.to(x.dtype), h.to(x.dtype)
 
 
 @sj_lif_op.register_fake
@@ -225,49 +275,66 @@ def _(x, tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, surrog
     return torch.empty_like(x), (torch.empty_like(x) if save else x.new_empty(0))
 
 
-def _sj_setup(ctx, inputs, output):
-    ctx.save_for_backward(output[1])
-    ctx.options = inputs[1:]
-
-
-def sj_lif_backward(grad_spk: torch.Tensor, h: torch.Tensor, tau: float, decay_input: bool, v_threshold: float,
-                    v_reset: Optional[float], detach_reset: bool, surrogate: str,
-                    surrogate_alpha: Optional[float]) -> torch.Tensor:
-    grad_spk = grad_spk.contiguous()
-    steps = grad_spk.shape[0]
-    n = grad_spk.numel() // max(steps, 1)
-    dx = torch.empty_like(grad_spk)
-    if grad_spk.numel():
-        inv_tau, reset = _sj_scalars(tau, v_reset)
-        block, grid, extra = _launch_shape(grad_spk, n)
-        K_.sj_lif_bwd(grad_spk.device, (grid,), grad_spk, h, dx, steps, n, inv_tau, float(v_threshold), reset,
-                      _alpha(surrogate, surrogate_alpha), DECAY_INPUT=decay_input, SOFT=v_reset is None,
-                      DETACH=detach_reset, SURROGATE=SURROGATES[surrogate], F64=grad_spk.dtype == torch.float64,
-                      BLOCK=block, **extra)
-    return dx
-
-
-def _sj_backward(ctx, grad_spk, grad_h):
-    (h,) = ctx.saved_tensors
-    tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, surrogate_alpha, save = ctx.options
-    if not save:
-        raise RuntimeError("qsnn_kernels::sj_lif ran with save=False: no membrane trace for the backward")
-    if grad_spk is None:
-        grad_spk = torch.zeros_like(h)
-    dx = sj_lif_backward(grad_spk, h, tau, decay_input, v_threshold, v_reset, detach_reset, surrogate,
-                         surrogate_alpha)
-    return dx, None, None, None, None, None, None, None, None
-
-
-sj_lif_op.register_autograd(_sj_backward, setup_context=_sj_setup)
-
-
 @torch.library.register_vmap("qsnn_kernels::sj_lif")
 def _(info, in_dims, x, *options):
     if in_dims[0] is None:
         return sj_lif_op(x, *options), (None, None)
     out = sj_lif_op(x.movedim(in_dims[0], 1), *options)
-    return out, tuple(1 if t.dim() else None for t in out)
+    return out, tuple(1 if t.numel() else None for t in out)
+
+
+@torch.library.custom_op("qsnn_kernels::sj_lif_backward", mutates_args=())
+def sj_lif_backward_op(grad_spk: torch.Tensor, h: torch.Tensor, tau: float, decay_input: bool, v_threshold: float,
+                       v_reset: Optional[float], detach_reset: bool, surrogate: str,
+                       surrogate_alpha: Optional[float]) -> torch.Tensor:
+    """The fused reverse sweep: ``dx`` from ``dL/dspk`` and the saved charges."""
+    dtype = grad_spk.dtype
+    g = _kernel_view(grad_spk)
+    steps = g.shape[0]
+    n = g.numel() // max(steps, 1)
+    dx = torch.empty_like(g)
+    if g.numel():
+        inv_tau, reset = _sj_scalars(tau, v_reset)
+        block, grid, extra = _launch_shape(g, n)
+        K_.sj_lif_bwd(g.device, (grid,), g, _kernel_view(h), dx, steps, n, inv_tau, float(v_threshold), reset,
+                      _alpha(surrogate, surrogate_alpha), DECAY_INPUT=decay_input, SOFT=v_reset is None,
+                      DETACH=detach_reset, SURROGATE=SURROGATES[surrogate], F64=dtype == torch.float64,
+                      BLOCK=block, **extra)
+    return dx.to(dtype)
+
+
+@sj_lif_backward_op.register_fake
+def _(grad_spk, h, *options):
+    return torch.empty_like(grad_spk)
+
+
+@torch.library.register_vmap("qsnn_kernels::sj_lif_backward")
+def _(info, in_dims, grad_spk, h, *options):
+    g, hh = (_per_time(t, d, info.batch_size) for t, d in zip((grad_spk, h), in_dims[:2]))
+    return sj_lif_backward_op(g.contiguous(), hh.contiguous(), *options), 1
+
+
+class SJLIFFunction(torch.autograd.Function):
+    """Forward with the charges saved; backward by the fused reverse sweep (see :class:`LeakyFunction`)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x, tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, surrogate_alpha):
+        return sj_lif_op(x, tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, surrogate_alpha, True)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output[1])
+        ctx.save_for_backward(output[1])
+        ctx.options = tuple(inputs[1:])
+
+    @staticmethod
+    def backward(ctx, grad_spk, grad_h):
+        (h,) = ctx.saved_tensors
+        with torch.no_grad():  # the reverse sweep is not differentiated again (no double backward)
+            dx = sj_lif_backward_op(grad_spk.contiguous(), h, *ctx.options)
+        return dx, None, None, None, None, None, None, None
 
 
 def sj_lif(x: torch.Tensor, *, tau: float = 2.0, decay_input: bool = True, v_threshold: float = 1.0,
@@ -276,8 +343,11 @@ def sj_lif(x: torch.Tensor, *, tau: float = 2.0, decay_input: bool = True, v_thr
     """:func:`reference.neurons.sj_lif` on the fused kernels (``time_dim=0``)."""
     if time_dim != 0:
         raise ValueError("the fused kernel runs time-major input (time_dim=0)")
-    return sj_lif_op(x, float(tau), decay_input, float(v_threshold), v_reset, detach_reset, surrogate,
-                     surrogate_alpha, _needs_grad(x))[0]
+    options = (float(tau), bool(decay_input), float(v_threshold), None if v_reset is None else float(v_reset),
+               bool(detach_reset), surrogate, None if surrogate_alpha is None else float(surrogate_alpha))
+    if _needs_grad(x):
+        return SJLIFFunction.apply(x, *options)[0]
+    return sj_lif_op(x, *options, False)[0]
 
 
 class SJLIF(nn.Module):
@@ -296,6 +366,6 @@ class SJLIF(nn.Module):
         self.surrogate_alpha = None if surrogate_alpha is None else float(surrogate_alpha)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        save = torch.is_grad_enabled() and x.requires_grad
-        return torch.ops.qsnn_kernels.sj_lif(x, self.tau, self.decay_input, self.v_threshold, self.v_reset,
-                                             self.detach_reset, self.surrogate, self.surrogate_alpha, save)[0]
+        return sj_lif(x, tau=self.tau, decay_input=self.decay_input, v_threshold=self.v_threshold,
+                      v_reset=self.v_reset, detach_reset=self.detach_reset, surrogate=self.surrogate,
+                      surrogate_alpha=self.surrogate_alpha)

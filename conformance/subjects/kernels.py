@@ -1,0 +1,125 @@
+"""This project's own Triton kernels (package ``kernels/``) as subjects, judged by the specs like any library.
+
+CUDA cells run the compiled kernels; CPU cells run the same kernel source through Triton's interpreter
+(correctness only, small drawn shapes), so every change to kernel logic is checked on a machine without a GPU.
+A missing Triton makes every cell ``skip``; ``QSNN_KERNELS_INTERPRET=0`` turns the CPU cells into ``skip``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from hypothesis import strategies as st
+from torch import nn
+
+from . import load_parameters
+from ..transforms_bdpy import known_failures as bdpy_known
+from ..types import Example, Known, Subject
+
+LIBRARY = "kernels"
+REQUIRES = ("triton",)
+_SRC = "kernels/"
+
+_ZERO_VALUES = st.sampled_from([1.0, -1.0])  # a packed bit has no 0
+_BINARY_INPUTS = st.sampled_from(["ste", "clipped_ste", "approx_sign", "hardtanh_ste"])  # "none" is a float layer
+
+
+def _devices() -> frozenset[str]:
+    if os.environ.get("QSNN_KERNELS_INTERPRET", "1") == "0":
+        return frozenset({"cuda"})
+    return frozenset({"cpu", "cuda"})
+
+
+def _build_pack(example: Example) -> nn.Module:
+    from kernels.binary import PackSigns
+
+    h = example.hyper
+    return PackSigns(dim=h["dim"], bit_order=h["bit_order"], pad=h["pad"])
+
+
+def _build_matmul(example: Example) -> nn.Module:
+    from kernels.binary import BinaryMatmul
+
+    n, k = example.params["w"].shape
+    return load_parameters(BinaryMatmul(k, n, zero_value=example.hyper["zero_value"]), dict(example.params))
+
+
+def _build_linear(example: Example) -> nn.Module:
+    from kernels.binary import BinaryLinear
+
+    h = example.hyper
+    n, k = example.params["weight"].shape
+    module = BinaryLinear(k, n, bias="bias" in example.params, input_quant=h["input_quant"],
+                          threshold=h["threshold"], zero_value=h["zero_value"], weight_scaling=h["weight_scaling"])
+    return load_parameters(module, dict(example.params))
+
+
+def _build_conv(example: Example) -> nn.Module:
+    from kernels.binary import BinaryConv2d
+
+    h = example.hyper
+    cout, cin_g, k, _ = example.params["weight"].shape
+    module = BinaryConv2d(cin_g * h["groups"], cout, k, stride=h["stride"], padding=h["padding"],
+                          dilation=h["dilation"], groups=h["groups"], bias="bias" in example.params,
+                          pad_value=h["pad_value"], input_quant=h["input_quant"], threshold=h["threshold"],
+                          zero_value=h["zero_value"], weight_scaling=h["weight_scaling"])
+    return load_parameters(module, dict(example.params))
+
+
+def _build_leaky(example: Example) -> nn.Module:
+    from kernels.lif import Leaky
+
+    h = example.hyper
+    module = Leaky(reset_mechanism=h["reset_mechanism"], reset_delay=h["reset_delay"], surrogate=h["surrogate"],
+                   surrogate_alpha=h["surrogate_alpha"])
+    return load_parameters(module, dict(example.params))
+
+
+def _build_sj_lif(example: Example) -> nn.Module:
+    from kernels.lif import SJLIF
+
+    h = example.hyper
+    return SJLIF(h["tau"], decay_input=h["decay_input"], v_threshold=h["v_threshold"], v_reset=h["v_reset"],
+                 detach_reset=h["detach_reset"], surrogate=h["surrogate"], surrogate_alpha=h["surrogate_alpha"])
+
+
+# --- known failures ----------------------------------------------------------------------------------------------
+
+_NO_JVP = ("torch.library.custom_op registers a reverse-mode formula (register_autograd) only; PyTorch offers no "
+           "forward-mode (jvp) registration for custom ops, so forward-mode AD through the kernel raises")
+_CUSTOM_OP = "https://pytorch.org/docs/stable/library.html#torch.library.register_autograd"
+
+
+def _known(*, differentiable: bool = True) -> tuple[Known, ...]:
+    found = bdpy_known(differentiable=differentiable)
+    if differentiable:
+        found += (Known("jvp", cause=None, reason=_NO_JVP, link=_CUSTOM_OP),)
+    return found
+
+
+#: Inapplicable by design, for every kernel subject.
+NOT_APPLICABLE = {
+    "jit_script": "the modules call autograd.Function.apply (the spec's STE/surrogate backward around a custom op), "
+                  "which TorchScript cannot compile; TorchScript is in maintenance mode and torch.export is the "
+                  "supported path (as for the specs' own row)",
+}
+
+
+def subjects() -> Iterator[Subject]:
+    common = dict(library=LIBRARY, requires=REQUIRES, devices=_devices(), not_applicable=NOT_APPLICABLE)
+    yield Subject(id="kernels.pack_signs", spec="packing.pack_signs", build=_build_pack,
+                  fixed={"word_bits": 32}, known=_known(differentiable=False), **common)
+    yield Subject(id="kernels.binary_matmul", spec="packing.binary_matmul", build=_build_matmul,
+                  fixed={"word_bits": 32, "bit_order": "lsb", "zero_value": _ZERO_VALUES}, param_map={"w": "w"},
+                  known=_known(), **common)
+    yield Subject(id="kernels.binary_linear", spec="layer.binary_linear", build=_build_linear,
+                  fixed={"input_quant": _BINARY_INPUTS, "zero_value": _ZERO_VALUES, "bias": True},
+                  param_map={"weight": "weight", "bias": "bias"}, known=_known(), **common)
+    yield Subject(id="kernels.binary_conv2d", spec="layer.binary_conv2d", build=_build_conv,
+                  fixed={"input_quant": _BINARY_INPUTS, "zero_value": _ZERO_VALUES, "bias": True},
+                  param_map={"weight": "weight", "bias": "bias"}, known=_known(), **common)
+    yield Subject(id="kernels.leaky", spec="neuron.leaky", build=_build_leaky,
+                  param_map={"beta": "beta", "threshold": "threshold", "graded_spikes_factor": "graded_spikes_factor"},
+                  known=_known(), **common)
+    yield Subject(id="kernels.sj_lif", spec="neuron.sj_lif", build=_build_sj_lif, known=_known(), **common)
