@@ -1,6 +1,6 @@
 """Triton sources of the binary kernels (plain functions; :mod:`kernels._runtime` compiles or interprets them).
 
-Only stable ``triton.language`` API. Nothing from Triton's standard library that is itself a
+Only stable ``triton.language`` API. Outside ``USE_ASM``/CUDA-only branches, nothing from Triton's standard library that is itself a
 ``@triton.jit`` function is called (``tl.sum``, ``tl.zeros``, ``tl.cdiv``, ``tl.sigmoid``, ...): an explicitly interpreted kernel
 (``kernels._runtime``) cannot call a compiled helper, so reductions are written as unrolled loops or avoided, and
 each kernel is self-contained.
@@ -92,7 +92,7 @@ def gemm_a8_kernel(a_ptr, b_ptr, out_ptr, scale_ptr, bias_ptr, M, N, K, KW,
         else:
             bits = tl.load(b_ptr + offs_n[:, None] * stride_bn + ks[None, :],
                            mask=(offs_n[:, None] < N) & (ks[None, :] < K), other=0)
-        acc = tl.dot(a, tl.trans(bits), acc)
+        acc = tl.dot(a, tl.trans(bits), acc, out_dtype=tl.int32)
     exact = acc
     y = exact.to(tl.float32)
     if out_ptr.dtype.element_ty == tl.float64:
@@ -121,23 +121,31 @@ def xnor_gemv_kernel(a_ptr, b_ptr, out_ptr, scale_ptr, bias_ptr, M, N, K, KW,
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     acc = tl.full((BLOCK_M, BLOCK_N), 0, dtype=tl.int32)
-    for w0 in range(0, KW, BLOCK_W):
-        for i in tl.static_range(BLOCK_W):
-            ws = w0 + i
-            a = tl.load(a_ptr + offs_m * stride_am + ws, mask=(offs_m < M) & (offs_m * 0 + ws < KW), other=0)
-            b = tl.load(b_ptr + offs_n * stride_bn + ws, mask=(offs_n < N) & (offs_n * 0 + ws < KW), other=0)
-            x = a[:, None] ^ b[None, :]
-            if USE_ASM:
-                pc = tl.inline_asm_elementwise("popc.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True,
-                                               pack=1)
-            else:
-                u = x.to(tl.uint32, bitcast=True)
+    if USE_ASM:
+        # CUDA: [BLOCK_M, BLOCK_N, BLOCK_W] tiles (coalesced word rows), hardware popc, reduction over the words.
+        offs_w = tl.arange(0, BLOCK_W)
+        for w0 in range(0, KW, BLOCK_W):
+            ws = w0 + offs_w
+            a = tl.load(a_ptr + offs_m[:, None] * stride_am + ws[None, :],
+                        mask=(offs_m[:, None] < M) & (ws[None, :] < KW), other=0)
+            b = tl.load(b_ptr + offs_n[:, None] * stride_bn + ws[None, :],
+                        mask=(offs_n[:, None] < N) & (ws[None, :] < KW), other=0)
+            x = a[:, None, :] ^ b[None, :, :]
+            pc = tl.inline_asm_elementwise("popc.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
+            acc += tl.sum(pc, axis=2)
+    else:
+        # Portable (and interpretable, no tl.sum): one word column at a time, SWAR popcount.
+        for w0 in range(0, KW, BLOCK_W):
+            for i in tl.static_range(BLOCK_W):
+                ws = w0 + i
+                a = tl.load(a_ptr + offs_m * stride_am + ws, mask=(offs_m < M) & (offs_m * 0 + ws < KW), other=0)
+                b = tl.load(b_ptr + offs_n * stride_bn + ws, mask=(offs_n < N) & (offs_n * 0 + ws < KW), other=0)
+                u = (a[:, None] ^ b[None, :]).to(tl.uint32, bitcast=True)
                 u = u - ((u >> 1) & 0x55555555)
                 u = (u & 0x33333333) + ((u >> 2) & 0x33333333)
                 u = (u + (u >> 4)) & 0x0F0F0F0F
                 u = (u * 0x01010101) >> 24
-                pc = u.to(tl.int32)
-            acc += pc
+                acc += u.to(tl.int32)
     exact = K - 2 * acc
     y = exact.to(tl.float32)
     if out_ptr.dtype.element_ty == tl.float64:

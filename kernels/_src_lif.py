@@ -25,8 +25,11 @@ def leaky_fwd_kernel(x_ptr, spk_ptr, u_ptr, v_ptr, beta_ptr, thr_ptr, gsf_ptr, T
     thr = tl.load(thr_ptr).to(acc_ty)
     g = tl.load(gsf_ptr).to(acc_ty)
     u = tl.full((BLOCK,), 0.0, dtype=acc_ty)
+    x_next = tl.load(x_ptr + offs, mask=inside, other=0.0)
     for t in range(T):
-        x = tl.load(x_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
+        x = x_next.to(acc_ty)
+        # issue the next step's load before this step's arithmetic (two loads in flight per lane)
+        x_next = tl.load(x_ptr + (t + 1) * N + offs, mask=inside & (offs * 0 + t + 1 < T), other=0.0)
         r = tl.where(u - thr > 0, 1.0, 0.0).to(acc_ty)
         if RESET == 0:
             v = b * u + x - r * thr
@@ -83,9 +86,15 @@ def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr
     dthr = zero
     dg = zero
     u_cur = tl.load(u_ptr + (T - 1) * N + offs, mask=inside, other=0.0).to(acc_ty)
+    u_prev_next = tl.load(u_ptr + (T - 2) * N + offs, mask=inside & (offs * 0 + T > 1), other=0.0)
+    ds_next = tl.load(gspk_ptr + (T - 1) * N + offs, mask=inside, other=0.0)
     for i in range(T):
         t = T - 1 - i
-        u_prev = tl.load(u_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0).to(acc_ty)
+        u_prev = u_prev_next.to(acc_ty)
+        ds = ds_next.to(acc_ty)
+        # the previous step's loads go out before this step's arithmetic
+        u_prev_next = tl.load(u_ptr + (t - 2) * N + offs, mask=inside & (offs * 0 + t > 1), other=0.0)
+        ds_next = tl.load(gspk_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0)
         if DELAY:
             v = u_cur
         else:
@@ -104,7 +113,6 @@ def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr
         else:
             e = tl.exp(-alpha * tl.abs(m))
             sg = alpha * e / ((1.0 + e) * (1.0 + e))
-        ds = tl.load(gspk_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
         dh = zero
         if DELAY:
             dv = gu
@@ -151,8 +159,10 @@ def sj_lif_fwd_kernel(x_ptr, spk_ptr, h_ptr, T, N, inv_tau, v_th, v_reset, rest,
     else:
         acc_ty = tl.float32
     v = tl.full((BLOCK,), 0.0, dtype=acc_ty) + v_reset
+    x_next = tl.load(x_ptr + offs, mask=inside, other=0.0)
     for t in range(T):
-        x = tl.load(x_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
+        x = x_next.to(acc_ty)
+        x_next = tl.load(x_ptr + (t + 1) * N + offs, mask=inside & (offs * 0 + t + 1 < T), other=0.0)
         if DECAY_INPUT:
             h = v + (x - (v - rest)) * inv_tau
         else:
@@ -187,9 +197,14 @@ def sj_lif_bwd_kernel(gspk_ptr, h_ptr, dx_ptr, T, N, inv_tau, v_th, v_reset, alp
         acc_ty = tl.float32
     zero = tl.full((BLOCK,), 0.0, dtype=acc_ty)
     gv = zero
+    h_next = tl.load(h_ptr + (T - 1) * N + offs, mask=inside, other=0.0)
+    ds_next = tl.load(gspk_ptr + (T - 1) * N + offs, mask=inside, other=0.0)
     for i in range(T):
         t = T - 1 - i
-        h = tl.load(h_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
+        h = h_next.to(acc_ty)
+        ds = ds_next.to(acc_ty)
+        h_next = tl.load(h_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0)
+        ds_next = tl.load(gspk_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0)
         m = h - v_th
         s = tl.where(m >= 0, 1.0, 0.0).to(acc_ty)
         if SURROGATE == 0:
@@ -203,7 +218,6 @@ def sj_lif_bwd_kernel(gspk_ptr, h_ptr, dx_ptr, T, N, inv_tau, v_th, v_reset, alp
         else:
             e = tl.exp(-alpha * tl.abs(m))
             sg = alpha * e / ((1.0 + e) * (1.0 + e))
-        ds = tl.load(gspk_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
         if SOFT:
             dh = gv
             ds_reset = -v_th * gv

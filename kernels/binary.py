@@ -32,6 +32,9 @@ from ._runtime import kernel
 #: Dispatch thresholds (rows of the activation matrix); measured on an H200, see docs/kernels.md.
 GEMV_MAX_M = 16
 EXPAND_MIN_M = 1024
+#: XOR-popcount tile on CUDA: output columns and 32-bit words per program step.
+GEMV_BLOCK_N = 32
+GEMV_BLOCK_W = 16
 
 INPUT_QUANTS = ("ste", "clipped_ste", "approx_sign", "hardtanh_ste")
 WEIGHT_SCALINGS = ("none", "tensor", "channel")
@@ -132,9 +135,7 @@ def xnor_gemv(a_packed: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: 
     mode, scale_t = _scale_args(scale, out)
     cuda = _cuda(a_packed)
     block_m = max(2, min(16, 1 << (m - 1).bit_length()))
-    block_n, block_w = (64, 8) if cuda else (16, 4)
-    if cuda and m > 4:
-        block_n = 32
+    block_n, block_w = (GEMV_BLOCK_N if m <= 4 else GEMV_BLOCK_N // 2, GEMV_BLOCK_W) if cuda else (16, 4)
     grid = (-(-n // block_n), -(-m // block_m))
     K_.xnor_gemv(a_packed.device, grid, a_packed, b_packed, out, scale_t, bias if bias is not None else out,
                  m, n, k, kw, a_packed.stride(0), b_packed.stride(0), out.stride(0),
@@ -292,9 +293,13 @@ def binary_linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     _check_layer(input_quant, zero_value, weight_scaling)
     k = x.shape[-1]
     w = weight.to(x.dtype)
-    a = sign_int8(x.reshape(-1, k), zero_value)
-    y = packed_matmul(a, pack_weight(w, zero_value), k, scale=_weight_scale(w, weight_scaling),
-                      bias=None if bias is None else bias.to(x.dtype), out_dtype=x.dtype)
+    x2d = x.reshape(-1, k)
+    options = dict(scale=_weight_scale(w, weight_scaling), bias=None if bias is None else bias.to(x.dtype),
+                   out_dtype=x.dtype)
+    if x2d.shape[0] <= GEMV_MAX_M:  # small batch: pack the activations straight from x, XOR-popcount
+        y = xnor_gemv(pack_rows(x2d, zero_bit=int(zero_value > 0)), pack_weight(w, zero_value), k, **options)
+    else:
+        y = packed_matmul(sign_int8(x2d, zero_value), pack_weight(w, zero_value), k, **options)
     return _fresh(y.reshape(x.shape[:-1] + (weight.shape[0],)))
 
 

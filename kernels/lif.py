@@ -203,7 +203,11 @@ class LeakyFunction(torch.autograd.Function):
 
 
 def _needs_grad(*tensors: torch.Tensor) -> bool:
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    """Go through the autograd.Function (and save the trace) whenever grad mode is on, not only when an input
+    requires grad: forward-mode AD (jvp) and ``torch.jit.trace`` see inputs that do not require grad, and must meet
+    the Function (which refuses jvp loudly; which trace records with its backward) rather than the bare operator,
+    whose silent zero gradient would be wrong. Inference under ``torch.no_grad()`` writes no trace."""
+    return torch.is_grad_enabled()
 
 
 def leaky(x: torch.Tensor, *, beta, threshold=1.0, reset_mechanism: str = "subtract", reset_delay: bool = True,

@@ -86,16 +86,17 @@ def _build_sj_lif(example: Example) -> nn.Module:
 
 # --- known failures ----------------------------------------------------------------------------------------------
 
-_NO_JVP = ("torch.library.custom_op registers a reverse-mode formula (register_autograd) only; PyTorch offers no "
-           "forward-mode (jvp) registration for custom ops, so forward-mode AD through the kernel raises")
-_CUSTOM_OP = "https://pytorch.org/docs/stable/library.html#torch.library.register_autograd"
+_NO_JVP = ("the backward is an autograd.Function (setup_context + backward, the spec's STE/surrogate formula) "
+           "without a jvp staticmethod, so forward-mode AD raises; none is defined because dynamo refuses an "
+           "autograd.Function with a custom jvp (graph break gb0144), which would cost the compile cells, and the "
+           "fused LIF would need a forward-mode kernel of its own")
+_FUNCTION = "https://pytorch.org/docs/stable/notes/extending.html#forward-mode-ad"
 
 
 def _known(*, differentiable: bool = True) -> tuple[Known, ...]:
-    found = bdpy_known(differentiable=differentiable)
-    if differentiable:
-        found += (Known("jvp", cause=None, reason=_NO_JVP, link=_CUSTOM_OP),)
-    return found
+    if not differentiable:  # integer words: bdpy's in-place op downstream leaves them alone
+        return ()
+    return bdpy_known() + (Known("jvp", cause="jvp-unsupported", reason=_NO_JVP, link=_FUNCTION),)
 
 
 #: Inapplicable by design, for every kernel subject.

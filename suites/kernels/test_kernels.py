@@ -1,0 +1,144 @@
+"""The kernels against the specs on drawn shapes, every path, bit-exact for the binary ops (odd K, tails past a
+32-bit word and past a block), within the tolerance table for the LIF neurons. CPU: Triton's interpreter."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("triton")
+
+from kernels import binary as B  # noqa: E402
+from kernels import lif as L  # noqa: E402
+from reference import binary as RB  # noqa: E402
+from reference import neurons as N  # noqa: E402
+from reference import packing as P  # noqa: E402
+from conformance.tolerance import tolerance  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+SETTINGS = settings(max_examples=12, deadline=None, derandomize=True, database=None)
+
+
+def _signs_with_zeros(draw, shape):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(draw(st.integers(0, 2 ** 31))))
+    zeros = torch.rand(shape, generator=torch.Generator().manual_seed(draw(st.integers(0, 2 ** 31)))) < 0.1
+    return torch.where(zeros, torch.zeros_like(x), x)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_pack_signs_matches_spec(data):
+    rows, length = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 100))
+    x = _signs_with_zeros(data.draw, (rows, length))
+    order, pad = data.draw(st.sampled_from(["lsb", "msb"])), data.draw(st.sampled_from([-1.0, 1.0]))
+    got = B.pack_signs(x.to(DEVICE), bit_order=order, pad=pad).cpu()
+    assert torch.equal(got, P.pack_signs(x, word_bits=32, bit_order=order, pad=pad))
+
+
+@SETTINGS
+@given(data=st.data(), path=st.sampled_from(["gemv", "onchip", "expand"]))
+def test_packed_matmul_is_exact_on_every_path(data, path):
+    # sizes around the CPU blocks (16 x 16 x 64) and the 32-bit word: tails in M, N and K
+    m = data.draw(st.integers(1, 40) if path != "gemv" else st.integers(1, 16))
+    n, k = data.draw(st.integers(1, 40)), data.draw(st.sampled_from([1, 31, 32, 33, 63, 64, 65, 97, 130]))
+    x, w = _signs_with_zeros(data.draw, (m, k)), _signs_with_zeros(data.draw, (n, k))
+    zero_value = data.draw(st.sampled_from([1.0, -1.0]))
+    a = B.sign_int8(x.to(DEVICE), zero_value)
+    y = B.packed_matmul(a, B.pack_weight(w.to(DEVICE), zero_value), k, path=path, out_dtype=torch.float64).cpu()
+    expected = P.binary_matmul(x.double(), w.double(), zero_value=zero_value)
+    assert torch.equal(y, expected)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_binary_linear_matches_spec_with_scaling_epilogue(data):
+    m, n, k = data.draw(st.integers(1, 24)), data.draw(st.integers(1, 9)), data.draw(st.integers(1, 70))
+    x = torch.randn(m, k, dtype=torch.float64).requires_grad_()
+    w = torch.randn(n, k, dtype=torch.float64).requires_grad_()
+    b = torch.randn(n, dtype=torch.float64).requires_grad_()
+    kw = dict(input_quant=data.draw(st.sampled_from(B.INPUT_QUANTS)), threshold=data.draw(st.sampled_from([0.5, 1.0])),
+              zero_value=data.draw(st.sampled_from([1.0, -1.0])),
+              weight_scaling=data.draw(st.sampled_from(B.WEIGHT_SCALINGS)))
+    y = B.binary_linear(x.to(DEVICE), w.to(DEVICE), b.to(DEVICE), **kw)
+    ref = RB.binary_linear(x, w, b, **kw)
+    g = torch.randn(ref.shape, dtype=torch.float64)
+    torch.testing.assert_close(y.cpu(), ref, rtol=1e-12, atol=1e-12)
+    got = torch.autograd.grad(y, (x, w, b), g.to(DEVICE))
+    for a, e in zip(got, torch.autograd.grad(ref, (x, w, b), g)):
+        torch.testing.assert_close(a.cpu(), e, rtol=1e-12, atol=1e-12)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_binary_conv2d_matches_spec(data):
+    groups = data.draw(st.sampled_from([1, 2]))
+    cin, cout = groups * data.draw(st.integers(1, 3)), groups * data.draw(st.integers(1, 3))
+    k, stride, padding, dilation = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 2)),
+                                    data.draw(st.integers(0, 2)), data.draw(st.integers(1, 2)))
+    side = max(data.draw(st.integers(1, 7)), dilation * (k - 1) + 1 - 2 * padding, 1)
+    x = torch.randn(data.draw(st.integers(1, 2)), cin, side, side, dtype=torch.float64)
+    w = torch.randn(cout, cin // groups, k, k, dtype=torch.float64)
+    kw = dict(stride=stride, padding=padding, dilation=dilation, groups=groups,
+              pad_value=data.draw(st.sampled_from([0.0, -1.0, 1.0])),
+              weight_scaling=data.draw(st.sampled_from(B.WEIGHT_SCALINGS)))
+    y = B.binary_conv2d(x.to(DEVICE), w.to(DEVICE), **kw).cpu()
+    torch.testing.assert_close(y, RB.binary_conv2d(x, w, **kw), rtol=1e-12, atol=1e-12)
+
+
+def _lif_case(data, dtype):
+    steps, batch, feat = data.draw(st.integers(1, 8)), data.draw(st.integers(1, 3)), data.draw(st.integers(1, 40))
+    return (torch.rand(steps, batch, feat, dtype=torch.float64) * 3 - 1).to(dtype).to(torch.float64)
+
+
+@SETTINGS
+@given(data=st.data(), dtype=st.sampled_from([torch.float64, torch.float32]))
+def test_leaky_matches_spec(data, dtype):
+    x = _lif_case(data, dtype)
+    kw = dict(reset_mechanism=data.draw(st.sampled_from(list(L.RESETS))), reset_delay=data.draw(st.booleans()),
+              surrogate=data.draw(st.sampled_from(list(L.SURROGATES))), surrogate_alpha=None)
+    params = [torch.tensor(v, dtype=torch.float64) for v in (data.draw(st.floats(0.1, 1.0)),
+                                                             data.draw(st.floats(0.5, 1.5)), 1.0)]
+    xs, ps = x.to(dtype).to(DEVICE).requires_grad_(), [p.to(dtype).to(DEVICE).requires_grad_() for p in params]
+    y = L.leaky(xs, beta=ps[0], threshold=ps[1], graded_spikes_factor=ps[2], **kw)
+    xr, pr = x.clone().requires_grad_(), [p.to(dtype).double().requires_grad_() for p in params]
+    ref = N.leaky(xr, beta=pr[0], threshold=pr[1], graded_spikes_factor=pr[2], **kw)
+    name = str(dtype).split(".")[-1]
+    if not torch.equal(y.detach().cpu().double(), ref.detach()):
+        _, margin = N.leaky_trace(xr.detach(), beta=pr[0], threshold=pr[1], graded_spikes_factor=pr[2], **kw)
+        assert margin.abs().min() < 1e-4, "spike mismatch away from the threshold"
+        return  # a tie: the trajectories legitimately part
+    g = torch.randn(ref.shape, dtype=torch.float64)
+    tol = tolerance(name, "eager", "grad_matches_spec")
+    got = torch.autograd.grad(y, [xs] + ps, g.to(dtype).to(DEVICE))
+    for a, e in zip(got, torch.autograd.grad(ref, [xr] + pr, g)):
+        torch.testing.assert_close(a.cpu().double(), e, rtol=tol.rtol, atol=tol.atol * max(1.0, e.abs().max()))
+
+
+@SETTINGS
+@given(data=st.data())
+def test_sj_lif_matches_spec(data):
+    x = _lif_case(data, torch.float64)
+    kw = dict(tau=data.draw(st.floats(1.1, 4.0)), decay_input=data.draw(st.booleans()),
+              v_threshold=data.draw(st.floats(0.5, 1.5)), v_reset=data.draw(st.sampled_from([None, 0.0, -0.3])),
+              detach_reset=data.draw(st.booleans()), surrogate=data.draw(st.sampled_from(["sigmoid", "atan"])),
+              surrogate_alpha=None)
+    xs, xr = x.to(DEVICE).requires_grad_(), x.clone().requires_grad_()
+    y, ref = L.sj_lif(xs, **kw), N.sj_lif(xr, **kw)
+    assert torch.equal(y.detach().cpu(), ref.detach())
+    g = torch.randn(ref.shape, dtype=torch.float64)
+    torch.testing.assert_close(torch.autograd.grad(y, xs, g.to(DEVICE))[0].cpu(), torch.autograd.grad(ref, xr, g)[0])
+
+
+def test_bfloat16_lif_rounds_the_membrane_like_the_spec():
+    x = (torch.rand(6, 2, 50, generator=torch.Generator().manual_seed(1)) * 3 - 1).to(torch.bfloat16)
+    ours = L.leaky(x.to(DEVICE), beta=0.8, threshold=0.9).cpu()
+    spec = N.leaky(x, beta=0.8, threshold=0.9)
+    assert ours.dtype == torch.bfloat16
+    assert (ours != spec).float().mean() < 0.02  # the spec rounds every op, the kernel every step: rare ties
+
+
+def test_inference_writes_no_trace():
+    x = torch.rand(3, 4, device=DEVICE)
+    with torch.no_grad():
+        spk, u, v = L.leaky_op(x, *(torch.tensor(1.0, device=DEVICE),) * 3, "subtract", True, "atan", None, False)
+    assert u.numel() == 0 and v.numel() == 0 and spk.shape == x.shape
