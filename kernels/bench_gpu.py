@@ -210,7 +210,7 @@ def gemv():
             except Exception as e:  # noqa: BLE001
                 row[f"gemv_{bn}x{bw_}_error"] = repr(e)[:200]
             finally:
-                B.GEMV_BLOCK_N, B.GEMV_BLOCK_W = 32, 16
+                B.GEMV_BLOCK_N, B.GEMV_BLOCK_W = 32, 32
         times = {p[:-3]: v for p, v in row.items() if p.endswith("_us") and p not in ("cublas_fp16_us",)
                  and "kernel" not in p}
         best = min(times, key=times.get)

@@ -34,7 +34,7 @@ GEMV_MAX_M = 16
 EXPAND_MIN_M = 1024
 #: XOR-popcount tile on CUDA: output columns and 32-bit words per program step.
 GEMV_BLOCK_N = 32
-GEMV_BLOCK_W = 16
+GEMV_BLOCK_W = 32
 
 INPUT_QUANTS = ("ste", "clipped_ste", "approx_sign", "hardtanh_ste")
 WEIGHT_SCALINGS = ("none", "tensor", "channel")

@@ -15,4 +15,8 @@ pip_install --no-deps "spikingjelly==2.0.0" "norse==1.1.0" "sinabs==3.1.3" \
 # torchvision; `import bdpy.dl.torch` needs only numpy, h5py, scipy (bdpy.bdata), pyyaml (bdpy.util), pillow and torch.
 pip_install pyyaml h5py scipy pillow && pip_install --no-deps "bdpy==0.26" \
   || echo "install-libraries: bdpy failed; its cells will skip" >&2
+# Triton for this project's own kernels (kernels/): compiled on CUDA, its interpreter runs them on the CPU. The
+# constraints keep torch where it is; without Triton the kernels' cells skip.
+pip_install "triton==3.9.0" \
+  || echo "install-libraries: triton failed; the kernels' cells will skip" >&2
 exit 0
