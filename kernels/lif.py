@@ -213,8 +213,8 @@ def _needs_grad(*tensors: torch.Tensor) -> bool:
 def leaky(x: torch.Tensor, *, beta, threshold=1.0, reset_mechanism: str = "subtract", reset_delay: bool = True,
           graded_spikes_factor=1.0, surrogate: str = "atan", surrogate_alpha: float | None = None,
           time_dim: int = 0) -> torch.Tensor:
-    """:func:`reference.neurons.leaky` on the fused kernels (``time_dim=0``; smooth surrogates). Without a
-    gradient to compute, the forward writes no membrane trace."""
+    """:func:`reference.neurons.leaky` on the fused kernels (``time_dim=0``; smooth surrogates). Under
+    ``torch.no_grad()`` the forward writes no membrane trace."""
     if time_dim != 0:
         raise ValueError("the fused kernel runs time-major input (time_dim=0)")
     params = [p if isinstance(p, torch.Tensor) else x.new_tensor(float(p)) for p in (beta, threshold,
