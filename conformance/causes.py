@@ -156,4 +156,4 @@ def _graph_break_reason(text: str) -> str:
         reason = text.splitlines()[0]
     reason = re.sub(r"0x[0-9a-f]+|\d+", "N", reason)
     reason = re.sub(r"[^A-Za-z0-9_.()<> -]+", " ", reason).strip()
-    return reason[:80] or "unknown"
+    return reason[:80].strip() or "unknown"

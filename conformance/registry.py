@@ -112,6 +112,8 @@ def cells(subject_ids: Iterable[str] | None = None, *, devices: Iterable[str] = 
                 continue
             for check in transform.checks:
                 for device in devices:
+                    if device not in transform.devices:
+                        continue  # e.g. CPU/CUDA agreement and autocast cells exist on cuda only
                     for dtype in ("float32",) + EXTRA_DTYPES.get(transform.id, ()):
                         out.append(Cell(sid, transform.id, check, device, dtype))
     return out

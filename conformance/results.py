@@ -176,13 +176,25 @@ def cell_key(record: dict) -> str:
     return "|".join(record[k] for k in ("subject", "transform", "check", "device", "dtype"))
 
 
+#: The skip message of a CUDA cell on a machine without a GPU (see conformance.runner.skip_reason).
+NO_DEVICE = "no CUDA device on this machine"
+
+
+def _merge_rank(record: dict) -> tuple[bool, str]:
+    # A CUDA cell skipped for want of a GPU says nothing about the cell: it never hides a record from a GPU run,
+    # however much newer it is (a CPU run after the checked-in GPU run must not blank the CUDA columns).
+    absent = record.get("outcome") == "skip" and record.get("message") == NO_DEVICE
+    return (not absent, record.get("started", ""))
+
+
 def latest_by_cell(records: Iterable[dict]) -> dict[str, dict]:
-    """One record per cell coordinate: the most recently started wins (runs merged in any order)."""
+    """One record per cell coordinate: the most recently started wins (runs merged in any order), except that
+    a CUDA cell skipped for want of a GPU never displaces a record of a run that had one."""
     chosen: dict[str, dict] = {}
     for record in records:
         key = cell_key(record)
         old = chosen.get(key)
-        if old is None or record.get("started", "") >= old.get("started", ""):
+        if old is None or _merge_rank(record) >= _merge_rank(old):
             chosen[key] = record
     return chosen
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from . import registry
 from .causes import CheckFailed, TransformFailed, classify
 from .checks import CHECKS, Truth, spec_truth
-from .results import CellResult
+from .results import NO_DEVICE, CellResult
 from .transforms import DTYPES, Context, Outcome
 from .types import Cell, Example
 
@@ -139,7 +139,7 @@ def skip_reason(cell: Cell) -> str | None:
     if missing:
         return f"optional library {missing!r} is not installed"
     if cell.device == "cuda" and not torch.cuda.is_available():
-        return "no CUDA device on this machine"
+        return NO_DEVICE
     return None
 
 
@@ -157,8 +157,11 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     check = CHECKS[cell.check]
     state: dict = {"example": None, "excused": 0}
 
-    # Compiling cells do not shrink a failure: every shrink step would compile again (minutes per cell).
-    phases = [Phase.explicit, Phase.reuse, Phase.generate] if transform.compiles else list(Phase)
+    # Compiling cells do not shrink a failure: every shrink step would compile again (minutes per cell). Nor do
+    # cells with a known failure: the finding and its minimal reproduction are already recorded in the entry.
+    known = registry.known_failure(cell, subject)
+    no_shrink = transform.compiles or known is not None
+    phases = [Phase.explicit, Phase.reuse, Phase.generate] if no_shrink else list(Phase)
 
     @settings(max_examples=options["compile_examples"] if transform.compiles else options["max_examples"],
               phases=phases,
@@ -193,7 +196,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
         except Exception as raised:  # noqa: BLE001 - every library error is a finding
             error = _unwrap(raised)
     result = _result(error, state, time.perf_counter() - started)
-    return _apply_known(result, registry.known_failure(cell, subject))
+    return _apply_known(result, known)
 
 
 @contextmanager

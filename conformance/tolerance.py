@@ -14,6 +14,8 @@ class Tolerance:
     atol: float
     rtol: float
     reason: str = "torch.testing.assert_close default for the dtype"
+    #: atol is relative to the largest expected magnitude (errors that scale with a reduction's operands).
+    scaled: bool = False
 
 
 #: torch.testing.assert_close's defaults.
@@ -43,6 +45,15 @@ OVERRIDES: dict[tuple[str, str, str], Tolerance] = {
         1e-5, 1e-5, "reductions in backward (vmap, per-sample, Opacus einsum) sum in a different order than the loop"),
     ("float32", "jvp", "preserves_grad"): Tolerance(
         1e-5, 1e-5, "jvp vs vjp inner products sum in different orders"),
+    ("float32", "cpu_vs_cuda", "*"): Tolerance(
+        1e-5, 1e-5, "CUDA kernels (cuBLAS/cuDNN, fused reductions) sum in a different order than the CPU's"),
+    ("float32", "autocast_bf16", "*"): Tolerance(
+        2e-2, 2e-2, "autocast rounds every matmul/conv operand to bfloat16 (8 mantissa bits, 2^-8 = 3.9e-3 relative "
+                    "each): the error of a K-term sum scales with its operands, so atol is relative to the largest "
+                    "output; 2e-2 leaves room for ~5 units of bfloat16 rounding", scaled=True),
+    ("float32", "autocast_fp16", "*"): Tolerance(
+        4e-3, 4e-3, "autocast rounds every matmul/conv operand to float16 (11 significant bits, 2^-11 = 4.9e-4 "
+                    "relative each): atol relative to the largest output, ~8 units of float16 rounding", scaled=True),
 }
 
 

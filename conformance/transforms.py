@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
 import pickle
 from dataclasses import dataclass, field
@@ -466,10 +467,27 @@ def graph_breaks(module: nn.Module, x: torch.Tensor) -> tuple[int, list[str]]:
     torch._dynamo.reset()
     counters.clear()
     torch.compile(module, backend="eager")(x)
+    # A break dynamo resumes after is counted under "graph_break"; one it cannot resume after (a break inside a
+    # loop: gb7000 "graph break in loop", the whole frame falls back to eager) only under "unimplemented".
     found = dict(counters["graph_break"])
+    for reason, n in counters["unimplemented"].items():
+        found[reason] = found.get(reason, 0) + n
     torch._dynamo.reset()
-    reasons = [reason.splitlines()[0][:300] for reason in found]
+    reasons = [_first_lines(reason) for reason in found]
     return sum(found.values()), reasons
+
+
+def _first_lines(reason: str) -> str:
+    """dynamo's headline of a break, and of the break it caused while being handled (a skipped frame)."""
+    lines = reason.splitlines()
+    headline = lines[0].strip()
+    marker = "another graph break occurred"
+    for i, line in enumerate(lines):
+        if marker in line:
+            follow = next((ln.strip() for ln in lines[i + 1:] if ln.strip()), "")
+            headline += f" (then: {follow})"
+            break
+    return headline[:300]
 
 
 def _compile_transform(name: str, backend: str, dynamic: bool | None, *, explain: bool) -> Callable[[Context], Outcome]:
@@ -620,6 +638,46 @@ def checkpoint(ctx: Context) -> Outcome:
     return result
 
 
+# --------------------------------------------------------------------------------------------- devices
+
+
+def cpu_vs_cuda(ctx: Context) -> Outcome:
+    """The subject on CUDA computes what the same subject computes on the CPU (same input, same parameters, same
+    cotangent): forward and gradients of the two devices must agree."""
+    result = eager(ctx)
+    with stage("cpu_baseline"):
+        result.baseline = eager(dataclasses.replace(ctx, device=torch.device("cpu")))
+    return result
+
+
+#: Autocast transforms and the dtype their matmuls/convolutions run in (used for tolerances and the tie margin).
+AUTOCAST = {"autocast_bf16": torch.bfloat16, "autocast_fp16": torch.float16}
+
+
+def _autocast_transform(name: str) -> Callable[[Context], Outcome]:
+    amp_dtype = AUTOCAST[name]
+
+    def transform(ctx: Context) -> Outcome:
+        module = _build(ctx)
+
+        def call(x: torch.Tensor) -> torch.Tensor:
+            with torch.autocast(ctx.device.type, dtype=amp_dtype):
+                return module(x)
+
+        result = run_forward_backward(ctx, call, module, name=name)
+        result.baseline = eager(ctx)
+        return result
+
+    transform.__name__ = name
+    transform.__doc__ = (f"Forward under torch.autocast({amp_dtype}) (mixed precision), backward outside it: output "
+                         f"and gradients agree with the float32 module within {amp_dtype}'s rounding.")
+    return transform
+
+
+autocast_bf16 = _autocast_transform("autocast_bf16")
+autocast_fp16 = _autocast_transform("autocast_fp16")
+
+
 # --------------------------------------------------------------------------------------------- registry
 
 
@@ -633,6 +691,7 @@ class Transform:
     needs_params: bool = False
     requires: tuple[str, ...] = ()
     compiles: bool = False
+    devices: tuple[str, ...] = ("cpu", "cuda")
 
     @property
     def doc(self) -> str:
@@ -675,4 +734,7 @@ TRANSFORMS: tuple[Transform, ...] = (
     Transform("checkpoint", checkpoint, ("preserves_grad", "state_matches_eager")),
     Transform("bdpy_features", bdpy_features, ("hook_capture_intact", "preserves_grad"), requires=("bdpy",)),
     Transform("bdpy_features_detach", bdpy_features_detach, ("hook_capture_intact",), requires=("bdpy",)),
+    Transform("cpu_vs_cuda", cpu_vs_cuda, FORWARD_GRAD, devices=("cuda",)),
+    Transform("autocast_bf16", autocast_bf16, FORWARD_GRAD, devices=("cuda",)),
+    Transform("autocast_fp16", autocast_fp16, FORWARD_GRAD, devices=("cuda",)),
 )

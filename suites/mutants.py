@@ -25,6 +25,7 @@ class Mutant(NamedTuple):
     cause: str  # the cause the check must report ("graph-break:" matches any graph-break reason)
     defect: str
     dtype: str = "float32"
+    device: str = "cpu"  # cuda mutants run where a GPU is (the GPU run), and skip elsewhere
 
 
 # ------------------------------------------------------------------------------------------------ modules
@@ -237,6 +238,22 @@ class InplaceOnSavedOutput(nn.Module):
 # ------------------------------------------------------------------------------------------------ subjects
 
 
+class ReversedOnCuda(nn.Module):
+    """A CUDA kernel with its comparison reversed: right on the CPU, -sign(x) on the GPU."""
+
+    def forward(self, x):
+        y = quant.sign_ste(x, zero_value=1.0)
+        return -y if x.is_cuda else y
+
+
+class AutocastForgetsScale(nn.Module):
+    """A separate mixed-precision fast path that drops the output scaling the float32 path applies."""
+
+    def forward(self, x):
+        y = quant.sign_ste(x, zero_value=1.0)
+        return y * 0.5 if torch.is_autocast_enabled(x.device.type) else y
+
+
 def _subject(name: str, spec: str, build, *, fixed=None, param_map=None) -> Subject:
     return Subject(id=f"mutant.{name}", spec=spec, build=build, fixed=fixed or {}, param_map=param_map or {},
                    library="mutants")
@@ -293,4 +310,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("inplace_on_saved_output", "surrogate.sigmoid", lambda ex: InplaceOnSavedOutput()),
            "forward_hooks", "preserves_grad", "inplace-modified-saved-tensor",
            "returns a tensor saved for backward; the downstream in-place op breaks backward"),
+    Mutant(_subject("reversed_on_cuda", "quant.sign_ste", lambda ex: ReversedOnCuda(), fixed=_SIGN),
+           "cpu_vs_cuda", "preserves_forward", "transform-changed-forward", "CUDA path computes -sign(x)",
+           device="cuda"),
+    Mutant(_subject("autocast_forgets_scale", "quant.sign_ste", lambda ex: AutocastForgetsScale(), fixed=_SIGN),
+           "autocast_bf16", "preserves_forward", "transform-changed-forward",
+           "mixed-precision path drops the output scaling", device="cuda"),
 )

@@ -249,3 +249,63 @@ def test_registry_ids_are_stable_coordinates():
     assert len(ids) == len(set(ids))
     assert "reference.quant.sign_ste|eager|forward_matches_spec|cpu|bfloat16" in ids
     assert all(registry.parse_cell_id(i).id == i for i in ids)
+
+
+# ------------------------------------------------------------------------------------------------ graph breaks
+
+
+def test_graph_breaks_count_a_break_inside_a_loop():
+    """A data-dependent branch inside a loop makes dynamo skip the whole frame (gb7000): it must count."""
+    from conformance.transforms import graph_breaks
+
+    class LoopBranch(torch.nn.Module):
+        def forward(self, x):
+            steps = []
+            for t in range(x.shape[0]):
+                steps.append(x[t] * 2 if x[t].sum() > 0 else x[t])
+            return torch.stack(steps)
+
+    count, reasons = graph_breaks(LoopBranch(), torch.randn(3, 4))
+    assert count >= 1
+    assert any("Data-dependent branching" in r for r in reasons), reasons
+
+
+def test_graph_break_slug_has_no_trailing_space():
+    from conformance.causes import _graph_break_reason
+
+    slug = _graph_break_reason("Unsupported: " + "word " * 40)
+    assert slug == slug.strip() and len(slug) <= 80
+
+
+# ------------------------------------------------------------------------------------------------ devices
+
+
+def test_cuda_only_transforms_have_no_cpu_cells():
+    ids = {c.id for c in registry.cells(["reference.quant.sign_ste"])}
+    assert "reference.quant.sign_ste|cpu_vs_cuda|preserves_forward|cuda|float32" in ids
+    assert "reference.quant.sign_ste|autocast_fp16|preserves_grad|cuda|float32" in ids
+    assert not any("|cpu_vs_cuda|" in i and "|cpu|" in i for i in ids)
+
+
+def test_a_gpu_record_is_not_hidden_by_a_later_skip_for_want_of_a_gpu():
+    from conformance.results import NO_DEVICE, latest_by_cell
+
+    base = {"subject": "s", "transform": "eager", "check": "forward_matches_spec", "device": "cuda",
+            "dtype": "float32"}
+    gpu = {**base, "outcome": "fail", "message": "x", "started": "2026-12-01T00:00:00Z"}
+    cpu_skip = {**base, "outcome": "skip", "message": NO_DEVICE, "started": "2026-12-02T00:00:00Z"}
+    newer_gpu = {**base, "outcome": "pass", "message": "", "started": "2026-12-03T00:00:00Z"}
+    assert next(iter(latest_by_cell([gpu, cpu_skip]).values()))["outcome"] == "fail"
+    assert next(iter(latest_by_cell([cpu_skip, gpu]).values()))["outcome"] == "fail"
+    assert next(iter(latest_by_cell([gpu, cpu_skip, newer_gpu]).values()))["outcome"] == "pass"
+    assert next(iter(latest_by_cell([cpu_skip]).values()))["outcome"] == "skip"
+
+
+def test_scaled_tolerance_is_relative_to_the_largest_output():
+    from conformance.tolerance import Tolerance
+
+    expected = torch.tensor([100.0, 0.0, -50.0])
+    tol = Tolerance(1e-2, 1e-2, "test", scaled=True)
+    compare(torch.tensor([100.5, 0.9, -50.2]), expected, tol=tol, cause="forward-mismatch", what="t")
+    with pytest.raises(CheckFailed):
+        compare(torch.tensor([100.5, 1.1, -50.2]), expected, tol=tol, cause="forward-mismatch", what="t")

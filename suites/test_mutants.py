@@ -2,6 +2,7 @@
 the intended cause, and every check has at least one mutant."""
 
 import pytest
+import torch
 
 from conformance import registry
 from conformance.checks import CHECKS
@@ -19,7 +20,9 @@ def registered_mutants():
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.subject.id for m in MUTANTS])
 def test_mutant_is_caught(mutant):
-    cell = Cell(mutant.subject.id, mutant.transform, mutant.check, "cpu", mutant.dtype)
+    if mutant.device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("a CUDA mutant: runs in the GPU run (scripts/gpu-run.sh)")
+    cell = Cell(mutant.subject.id, mutant.transform, mutant.check, mutant.device, mutant.dtype)
     result = run_cell(cell)
     assert result.outcome == "fail", f"{mutant.defect}: {cell.id} was {result.outcome}: {result.message[:500]}"
     if mutant.cause.endswith(":"):

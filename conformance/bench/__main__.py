@@ -99,7 +99,7 @@ def measure(args: argparse.Namespace, only: Sequence[str] | None = None) -> dict
 
     torch.set_num_threads(args.threads)
     settings = SETTINGS[args.profile]
-    chosen = [parse_id(i) for i in only] if only is not None else cases(args.profile, args.subjects)
+    chosen = [parse_id(i) for i in only] if only is not None else cases(args.profile, args.subjects, args.device)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     return run(chosen, profile=args.profile, device=args.device,
                repeats=args.repeats or settings["repeats"], builds=args.builds or settings["builds"],

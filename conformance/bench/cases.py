@@ -190,15 +190,23 @@ def selected(subject_id: str, patterns: Iterable[str] | None) -> bool:
     return not pats or any(subject_id == p or fnmatch.fnmatchcase(subject_id, p) for p in pats)
 
 
-def cases(profile: str, patterns: Iterable[str] | None = None) -> list[Case]:
-    """Every case of ``profile``: each library subject with a spec against its spec; in the full profile also the
-    compiled specs against eager. The specs' own rows are not timed against themselves (the ratio is 1)."""
+def not_timed(subject: Subject, device: str) -> str | None:
+    """Why ``subject`` is not timed on ``device`` (its ``not_applicable["benchmark:<device>"]``), or None. The
+    kernels declare it for cpu, where they run in Triton's interpreter: a correctness path, not a speed."""
+    return subject.not_applicable.get(f"benchmark:{device}")
+
+
+def cases(profile: str, patterns: Iterable[str] | None = None, device: str = "cpu") -> list[Case]:
+    """Every case of ``profile`` on ``device``: each library subject with a spec against its spec; in the full
+    profile also the compiled specs against eager. The specs' own rows are not timed against themselves (the
+    ratio is 1), nor subjects that declare they are not timed on ``device`` (:func:`not_timed`)."""
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     out = []
     for sid, subject in registry.subjects().items():
         spec = registry.specs()[subject.spec]
-        if subject.library == "reference" or spec.fn is None or not selected(sid, patterns):
+        if subject.library == "reference" or spec.fn is None or not selected(sid, patterns) \
+                or not_timed(subject, device):
             continue
         for size in sizes_for(subject.spec, profile):
             out += [Case(sid, size.name, mode) for mode in MODES if mode == "forward" or spec.differentiable]

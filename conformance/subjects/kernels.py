@@ -104,6 +104,8 @@ NOT_APPLICABLE = {
     "jit_script": "the modules call autograd.Function.apply (the spec's STE/surrogate backward around a custom op), "
                   "which TorchScript cannot compile; TorchScript is in maintenance mode and torch.export is the "
                   "supported path (as for the specs' own row)",
+    "benchmark:cpu": "on CPU the kernels run in Triton's interpreter, a correctness path thousands of times slower "
+                     "than compiled code: their speed is measured on CUDA only (reports/bench/baseline-cuda.json)",
 }
 
 

@@ -272,16 +272,11 @@ NEURON_KNOWN: tuple[Known, ...] = (
 )
 PARAM_KNOWN: tuple[Known, ...] = _old_style_function("per_sample_grad")
 
-#: A finding recorded as a skip, not an xfail: the leak is there for every example, and hypothesis then shrinks it
-#: through one torch.export per attempt (measured 170-330 s per cell on the 2-core host, past the 300 s cell limit).
-#: Turn it back into a Known entry once the runner stops shrinking cells covered by a known failure.
 EXPORT_LEAK = Known(
     transform="export", check="no_state_leak", cause="state-leak", link=f"{SOURCE}/_neurons/leaky.py#L209",
     reason="forward stores each step's reset signal as a plain tensor attribute (`self.reset = "
            "self.mem_reset(self.mem)`), which torch.export warns must be a buffer: after export the module still "
            "holds the tracer's FakeTensor in `neuron.reset`")
-NEURON_NOT_RUN = {"export:no_state_leak": "known finding, not re-run (shrinking it costs minutes): "
-                                          f"{EXPORT_LEAK.reason} ({EXPORT_LEAK.link})"}
 #: Opacus, for a layer whose learnable tensors sit next to its buffers.
 OPACUS_BUFFERS: tuple[Known, ...] = (
     Known(transform="opacus_*", cause="opacus-failed", link=f"{NEURONS_SRC}#L131",
@@ -389,10 +384,9 @@ def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_m
     return Subject(id=f"snntorch.{variant}", spec=spec, build=build,
                    fixed={"time_dim": 0, "surrogate": "atan", **fixed},
                    param_map=dict(param_map or {}), library=LIBRARY, requires=("snntorch",),
-                   known=known + NEURON_KNOWN + (PARAM_KNOWN if param_map else ())
+                   known=known + NEURON_KNOWN + (EXPORT_LEAK,) + (PARAM_KNOWN if param_map else ())
                    # the adapter steps the neuron over time; it returns (spk, mem) unless init_hidden
-                   + bdpy_stepped(tuple_output=returns_state),
-                   not_applicable=dict(NEURON_NOT_RUN))
+                   + bdpy_stepped(tuple_output=returns_state))
 
 
 def _surrogate(name: str, known: tuple[Known, ...] = ()) -> Subject:

@@ -157,9 +157,15 @@ def test_the_quick_profile_covers_every_library_subject_with_a_spec_once_per_mod
     ids = [c.id for c in quick]
     assert len(ids) == len(set(ids))
     subjects = {c.subject for c in quick}
-    expected = {s.id for s in registry.subjects().values()
-                if s.library != "reference" and registry.specs()[s.spec].fn is not None}
+    timed = {s.id for s in registry.subjects().values()
+             if s.library != "reference" and registry.specs()[s.spec].fn is not None
+             and cases.sizes_for(s.spec, "quick")}
+    expected = {sid for sid in timed if not cases.not_timed(registry.subjects()[sid], "cpu")}
     assert subjects == expected
+    # The kernels run in Triton's interpreter on CPU (correctness only): timed on CUDA, never on CPU.
+    kernels = {sid for sid in timed if sid.startswith("kernels.")}
+    assert kernels and not kernels & subjects
+    assert kernels <= {c.subject for c in cases.cases("quick", device="cuda")}
     assert all(c.against == "spec" for c in quick)
     full = cases.cases("full")
     assert len(full) > len(quick) and any(c.compiled and c.against == "eager" for c in full)

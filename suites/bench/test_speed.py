@@ -28,7 +28,7 @@ def _case_ids() -> list[str]:
         return ["not-requested"]
     from conformance.bench.cases import cases
 
-    return [c.id for c in cases(PROFILE)]
+    return [c.id for c in cases(PROFILE, device=DEVICE)]
 
 
 def _baseline() -> dict:
