@@ -124,10 +124,33 @@ def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -
                          for r in model["runs"]],
                         ["run", "started (UTC)", "age", "devices", "torch", "suite sha", "cells shown"],
                         tablefmt="github"))
+    out += render_agreement_markdown(model.get("agreement") or [])
     out += render_bench_markdown(model.get("bench") or [])
     if the_diff is not None:
         out += ["", render_diff_markdown(the_diff, limit=50)]
     return "\n".join(out) + "\n"
+
+
+def _err(value: float | None) -> str:
+    return "" if value is None else f"{value:.3g}"
+
+
+def render_agreement_markdown(agreement: list[dict]) -> list[str]:
+    """The CPU/CUDA agreement table (``cpu_vs_cuda`` cells): which subjects disagree between devices, by how much."""
+    if not agreement:
+        return []
+    bad = [a for a in agreement if a["worst"] not in ("pass", "skip")]
+    out = ["", "## CPU/CUDA agreement", "",
+           f"The same module, parameters and input on both devices: {len(bad)} of {len(agreement)} subject(s) "
+           "disagree (or could not be compared).", ""]
+    out.append(tabulate([[_md_escape(a["library"]), _md_escape(a["subject"]), f"{SYMBOLS.get(a['worst'], '?')} "
+                          f"{a['worst']}", _err(a["max_abs_err"]), _err(a["max_rel_err"]),
+                          f"`{_md_escape(a['cause'])}`" if a["cause"] else "",
+                          _md_escape((a["message"] or "").splitlines()[0][:160]) if a["message"] else ""]
+                         for a in agreement],
+                        ["library", "subject", "worst", "max abs err", "max rel err", "cause", "message"],
+                        tablefmt="github", disable_numparse=True))
+    return out
 
 
 def render_bench_markdown(bench: list[dict]) -> list[str]:

@@ -36,8 +36,8 @@ STALE_AFTER_S = 7 * 24 * 3600
 # Canonical column order for the transforms this project defines; anything else follows alphabetically.
 _TRANSFORM_ORDER = ("eager", "deepcopy", "deepcopy_used", "pickle", "pickle_used", "state_dict", "state_dict_used",
                     "functional_call", "vmap", "grad", "per_sample_grad", "opacus", "jvp", "compile", "jit_script",
-                    "jit_trace", "export", "forward_hooks", "hooks", "checkpoint", "cuda", "to_cuda", "device",
-                    "float64", "bfloat16", "dtype")
+                    "jit_trace", "export", "forward_hooks", "hooks", "bdpy", "checkpoint", "cpu_vs_cuda", "cuda",
+                    "to_cuda", "device", "autocast", "float64", "bfloat16", "dtype")
 _OPTIONAL_STR = ("cause", "example", "run", "started", "library", "spec", "cell")
 _OPTIONAL_NUM = ("max_abs_err", "max_rel_err", "atol", "rtol", "duration_s")
 
@@ -339,7 +339,30 @@ def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None 
         "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in loaded.problems],
         "diff": the_diff.to_json() if the_diff is not None else None,
         "bench": bench or [],
+        "agreement": agreement(rows),
     }
+
+
+#: The transform whose cells compare a subject on CUDA with the same subject, parameters and input on CPU.
+AGREEMENT_TRANSFORM = "cpu_vs_cuda"
+
+
+def agreement(rows: Iterable[dict]) -> list[dict]:
+    """CPU/CUDA agreement per subject (from the ``cpu_vs_cuda`` cells): the worst outcome, the largest error seen
+    and, for a disagreement, its cause and message; disagreements first, then by library and subject."""
+    out = []
+    for (subject,), members in group([r for r in rows if r["transform"] == AGREEMENT_TRANSFORM], "subject").items():
+        errors = [r["max_abs_err"] for r in members if isinstance(r.get("max_abs_err"), (int, float))]
+        rel = [r["max_rel_err"] for r in members if isinstance(r.get("max_rel_err"), (int, float))]
+        bad = [r for r in members if r["outcome"] in BAD or r["outcome"] == "xfail"]
+        first = bad[0] if bad else None
+        out.append({"subject": subject, "library": members[0]["library"], "worst": worst(r["outcome"] for r in members),
+                    "checks": {r["check"]: r["outcome"] for r in members},
+                    "max_abs_err": max(errors) if errors else None, "max_rel_err": max(rel) if rel else None,
+                    "cause": first.get("cause") if first else None,
+                    "message": (first.get("message") or "")[:300] if first else None})
+    rank = {o: i for i, o in enumerate(WORST_FIRST)}
+    return sorted(out, key=lambda a: (rank.get(a["worst"], len(rank)), a["library"], natural_key(a["subject"])))
 
 
 # ------------------------------------------------------------------------------------------------- benchmarks
@@ -390,4 +413,6 @@ diff: null, or {against, regressions, fixes, changed_causes, changed_outcomes: [
 bench: benchmark runs shown beside the matrix (python -m conformance.bench): [{source, device, profile, started,
   runs, libraries: {library: [{case, subject, size, mode, against ("spec" or "eager"), ratio (subject time /
   reference time, interleaved median), subject_s, reference_s (median seconds per call), mem_subject,
-  mem_reference (peak bytes of one forward+backward, or null)}]}, skipped: {case: reason}}]."""
+  mem_reference (peak bytes of one forward+backward, or null)}]}, skipped: {case: reason}}].
+agreement: CPU/CUDA agreement per subject from the cpu_vs_cuda cells, disagreements first: [{subject, library,
+  worst, checks: {check: outcome}, max_abs_err, max_rel_err (largest over its checks, or null), cause, message}]."""

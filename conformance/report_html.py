@@ -136,6 +136,30 @@ def _bar_chart(model: dict) -> str:
     return "".join(parts)
 
 
+def _agreement_section(agreement: list[dict]) -> str:
+    """CPU/CUDA agreement per subject, disagreements first, with the largest error (every string escaped)."""
+    if not agreement:
+        return ""
+
+    def number(value: float | None) -> str:
+        return "" if value is None else f"{value:.3g}"
+
+    rows = []
+    for a in agreement:
+        chip = f'<span class="chip o-{e(a["worst"])}">{SYMBOLS.get(a["worst"], "?")} {e(a["worst"])}</span>'
+        cause = f"<code>{e(a['cause'])}</code>" if a["cause"] else ""
+        rows.append(f"<tr><td>{e(a['library'])}</td><td><code>{e(a['subject'])}</code></td><td>{chip}</td>"
+                    f"<td class=num>{number(a['max_abs_err'])}</td><td class=num>{number(a['max_rel_err'])}</td>"
+                    f"<td>{cause}</td>"
+                    f"<td>{e((a['message'] or '')[:300])}</td></tr>")
+    bad = sum(a["worst"] not in ("pass", "skip") for a in agreement)
+    return ('<section id="agreement"><h2>CPU/CUDA agreement</h2><p class="muted">The same module, parameters and '
+            f"input on both devices (<code>cpu_vs_cuda</code> cells): {bad} of {len(agreement)} subject(s) disagree "
+            'or could not be compared.</p><table class="list"><thead><tr><th>library</th><th>subject</th>'
+            "<th>worst</th><th>max abs err</th><th>max rel err</th><th>cause</th><th>message</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></section>")
+
+
 def _bench_section(bench: list[dict]) -> str:
     """Per benchmark run, per library, a bar per case: subject time / reference time on a log scale around 1
     (left of the line: faster than the spec; right: slower). Every recorded string is escaped."""
@@ -331,6 +355,7 @@ pass {summary["n_pass"]}/{summary["n_total"]} (skips excluded)</p>
 (skips excluded); click it for every check behind it.</span></p>
 <noscript><p class="warn">The matrix needs JavaScript; matrix.md holds the same table.</p></noscript>
 <div id="matrix-wrap"><table id="matrix"><thead></thead><tbody></tbody></table></div>
+{_agreement_section(model.get("agreement") or [])}
 {_bench_section(model.get("bench") or [])}
 {_diff_section(the_diff)}
 <aside id="details" hidden><button id="details-close" type="button" aria-label="close">×</button>

@@ -216,6 +216,36 @@ def test_recorded_strings_cannot_inject_markup(write_records, out_dir):
     assert "<lambda>" not in md and "&lt;lambda&gt;" in md
 
 
+def test_cpu_cuda_agreement_names_the_disagreeing_subjects_and_by_how_much(write_records, out_dir):
+    evil = "<img src=x onerror=alert(1)> differs"
+    results = write_records([
+        record("lib.good", "cpu_vs_cuda", "preserves_forward", "pass", device="cuda", max_abs_err=1e-7),
+        record("lib.good", "cpu_vs_cuda", "preserves_grad", "pass", device="cuda", max_abs_err=3e-7),
+        record("lib.<bad>", "cpu_vs_cuda", "preserves_forward", "fail", device="cuda", cause="transform-changed-forward",
+               message=evil, max_abs_err=0.25, max_rel_err=0.5),
+        record("lib.bad2", "cpu_vs_cuda", "preserves_forward", "skip", device="cuda", message="no CUDA device"),
+        record("lib.good", "eager", "forward_matches_spec", "pass")])
+    assert render(results, out_dir) == 0
+    agreement = read_json(out_dir / "matrix.json")["agreement"]
+    assert [a["subject"] for a in agreement] == ["lib.<bad>", "lib.good", "lib.bad2"]  # worst first
+    bad, good = agreement[0], agreement[1]
+    assert bad["worst"] == "fail" and bad["max_abs_err"] == 0.25 and bad["cause"] == "transform-changed-forward"
+    assert good["max_abs_err"] == pytest.approx(3e-7) and good["checks"] == {"preserves_forward": "pass",
+                                                                             "preserves_grad": "pass"}
+    md = (out_dir / "matrix.md").read_text()
+    assert "## CPU/CUDA agreement" in md and "1 of 3 subject(s) disagree" in md and "0.25" in md
+    html = (out_dir / "matrix.html").read_text()
+    section = html[html.index('<section id="agreement">'):]
+    section = section[:section.index("</section>")]
+    assert "0.25" in section and "&lt;img src=x" in section and "<img" not in section and "lib.&lt;bad&gt;" in section
+
+
+def test_no_agreement_section_without_cuda_records(write_records, out_dir):
+    assert render(write_records(basic_records()), out_dir) == 0
+    assert read_json(out_dir / "matrix.json")["agreement"] == []
+    assert "CPU/CUDA agreement" not in (out_dir / "matrix.md").read_text()
+
+
 def test_atomic_write_leaves_no_partial_file(tmp_path):
     target = tmp_path / "matrix.html"
     atomic_write(target, "old")
