@@ -163,7 +163,10 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     no_shrink = transform.compiles or known is not None
     phases = [Phase.explicit, Phase.reuse, Phase.generate] if no_shrink else list(Phase)
 
-    @settings(max_examples=options["compile_examples"] if transform.compiles else options["max_examples"],
+    examples = options["compile_examples"] if transform.compiles else options["max_examples"]
+    examples = max(1, round(examples * subject.examples_scale.get(cell.device, 1.0)))
+
+    @settings(max_examples=examples,
               phases=phases,
               derandomize=options["derandomize"], deadline=None, print_blob=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
@@ -260,7 +263,7 @@ def _apply_known(result: CellResult, known) -> CellResult:
         result.outcome = "xpass"
         result.message = f"known failure no longer fails (remove the entry): {known.reason}"
     elif result.outcome == "fail":
-        if known.cause is None or known.cause == result.cause:
+        if known.explains(result.cause):
             result.outcome = "xfail"
         else:
             result.message = (f"known failure expected cause {known.cause!r} but got {result.cause!r}\n"

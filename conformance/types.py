@@ -81,7 +81,8 @@ class Known:
 
     Strict: a cell it covers that passes is reported ``xpass`` and fails the run; an entry that covers no
     collected cell is an error. ``cause`` (when given) must equal the classified cause of the failure,
-    otherwise the failure is reported as a new one.
+    otherwise the failure is reported as a new one. ``also`` lists other causes the same finding shows on some
+    examples (which one a cell reports depends on the example drawn first), each to be explained in ``reason``.
     """
 
     transform: str
@@ -91,6 +92,11 @@ class Known:
     cause: str | None = None
     device: str = "*"
     dtype: str = "*"
+    also: tuple[str, ...] = ()
+
+    def explains(self, cause: str | None) -> bool:
+        """Whether a failure classified as ``cause`` is this known failure."""
+        return self.cause is None or cause == self.cause or cause in self.also
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,8 @@ class Subject:
     devices / dtypes: where it claims to work.
     known:     known failures.
     not_applicable: ``{transform or check: reason}`` for cells that are inapplicable by design.
+    examples_scale: ``{device: factor}``: fewer hypothesis examples per cell on that device (at least one), for
+               subjects whose every example is expensive there (the kernels run in Triton's interpreter on cpu).
     """
 
     id: str
@@ -123,6 +131,7 @@ class Subject:
     dtypes: frozenset[str] = frozenset({"float32", "float64", "bfloat16"})
     known: tuple[Known, ...] = ()
     not_applicable: Mapping[str, str] = field(default_factory=dict)
+    examples_scale: Mapping[str, float] = field(default_factory=dict)
 
     def replace(self, **changes: Any) -> "Subject":
         return dataclasses.replace(self, **changes)

@@ -150,6 +150,41 @@ def test_known_failures_are_strict():
     assert any(sid == passing.id for sid, _ in stale)
 
 
+def test_examples_scale_draws_fewer_examples_on_its_device():
+    from conformance.subjects.specs import SpecModule
+    from reference import quant
+
+    built = []
+
+    def build(ex):
+        built.append(ex)
+        return SpecModule(quant.sign_ste, {}, ex.hyper)
+
+    full = _register(Subject(id="framework.examples_full", spec="quant.sign_ste", library="framework",
+                             fixed={"zero_value": 1.0}, build=build))
+    assert run_cell(Cell(full.id, "deepcopy", "preserves_forward"), profile="ci").outcome == "pass"
+    n_full, built[:] = len(built), []
+    scaled = _register(full.replace(id="framework.examples_scaled", examples_scale={"cpu": 0.4}))
+    assert run_cell(Cell(scaled.id, "deepcopy", "preserves_forward"), profile="ci").outcome == "pass"
+    assert 0 < len(built) < n_full
+
+
+def test_a_known_failure_accepts_only_its_causes():
+    from conformance.runner import _apply_known
+    from conformance.results import CellResult
+
+    entry = Known(transform="eager", cause="forward-raised", also=("dtype-mismatch",), reason="one finding")
+
+    def judged(cause):
+        return _apply_known(CellResult(outcome="fail", cause=cause, message="m"), entry)
+
+    assert judged("forward-raised").outcome == "xfail"
+    assert judged("dtype-mismatch").outcome == "xfail"
+    other = judged("grad-mismatch")
+    assert other.outcome == "fail" and "expected cause 'forward-raised'" in other.message
+    assert Known(transform="eager").explains("anything")
+
+
 # ------------------------------------------------------------------------------------------------ records
 
 

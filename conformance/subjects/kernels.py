@@ -110,7 +110,10 @@ NOT_APPLICABLE = {
 
 
 def subjects() -> Iterator[Subject]:
-    common = dict(library=LIBRARY, requires=REQUIRES, devices=_devices(), not_applicable=NOT_APPLICABLE)
+    # On cpu every example runs through Triton's interpreter (seconds each): 2 examples per cell in the ci profile
+    # instead of 5; the kernels' own tests (suites/kernels/) draw many more shapes against the specs.
+    common = dict(library=LIBRARY, requires=REQUIRES, devices=_devices(), not_applicable=NOT_APPLICABLE,
+                  examples_scale={"cpu": 0.4})
     yield Subject(id="kernels.pack_signs", spec="packing.pack_signs", build=_build_pack,
                   fixed={"word_bits": 32}, known=_known(differentiable=False), **common)
     yield Subject(id="kernels.binary_matmul", spec="packing.binary_matmul", build=_build_matmul,

@@ -287,10 +287,14 @@ OPACUS_BUFFERS: tuple[Known, ...] = (
 
 _TENSOR_BRANCH = ("with reset_delay=False, forward branches on the tensor buffer `reset_mechanism_val` "
                   "(`if self.reset_mechanism_val == 0:`), a data-dependent branch that dynamo cannot trace (graph "
-                  "break gb0170; the suite's classifier files it under data-dependent-item)")
+                  "break gb0170, inside the adapter's time loop, so the frame falls back to eager; fullgraph "
+                  "compilation fails on it, which the suite's classifier files under data-dependent-item)")
 _TENSOR_BRANCH_EXPORT = ("with reset_delay=False, forward branches on the tensor buffer `reset_mechanism_val` "
                          "(`if self.reset_mechanism_val == 0:`), a data-dependent guard torch.export cannot resolve")
+_TENSOR_BRANCH_BREAK = "graph-break:Data-dependent branching"
 NO_RESET_DELAY_KNOWN: tuple[Known, ...] = (
+    Known(transform="compile_*", check="no_graph_breaks", cause=_TENSOR_BRANCH_BREAK, reason=_TENSOR_BRANCH,
+          link=f"{SOURCE}/_neurons/leaky.py#L226"),
     Known(transform="compile_*", cause="data-dependent-item", reason=_TENSOR_BRANCH,
           link=f"{SOURCE}/_neurons/leaky.py#L226"),
     Known(transform="export", cause="data-dependent-item", link=f"{SOURCE}/_neurons/leaky.py#L226",
@@ -321,6 +325,8 @@ RSYNAPTIC_NO_RESET_DELAY: tuple[Known, ...] = (
     # with atan that is never zero); the spikes only when a missed reset changes a later spike.
     Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch",
           link=f"{SOURCE}/_neurons/rsynaptic.py#L366", reason=_RSYNAPTIC_RESET),
+    Known(transform="compile_*", check="no_graph_breaks", cause=_TENSOR_BRANCH_BREAK, reason=_TENSOR_BRANCH,
+          link=f"{SOURCE}/_neurons/rsynaptic.py#L371"),
     Known(transform="compile_*", cause="data-dependent-item", reason=_TENSOR_BRANCH,
           link=f"{SOURCE}/_neurons/rsynaptic.py#L371"),
     Known(transform="export", cause="data-dependent-item", link=f"{SOURCE}/_neurons/rsynaptic.py#L371",
@@ -330,9 +336,10 @@ RSYNAPTIC_NO_RESET_DELAY: tuple[Known, ...] = (
 
 RLEAKY_KNOWN: tuple[Known, ...] = (
     _STALE_SPIKE,
-    *(Known(transform="eager", dtype=dtype, cause="forward-raised", link=f"{ISSUES}/421",
+    *(Known(transform="eager", dtype=dtype, cause="forward-raised", link=f"{ISSUES}/421", also=("dtype-mismatch",),
             reason="the float32 spike of step t (`(input_ > 0).float()`) is fed back into the recurrent nn.Linear "
-                   f"held in {dtype}, which raises `mat1 and mat2 must have the same dtype` from the second step on")
+                   f"held in {dtype}, which raises `mat1 and mat2 must have the same dtype` from the second step on "
+                   "(an example of one time step does not raise, and returns that float32 spike: dtype-mismatch)")
       for dtype in ("float64", "bfloat16")),
     Known(transform="opacus_hooks", cause="transform-changed-grad", link=f"{SOURCE}/_neurons/rleaky.py#L398",
           reason="Opacus applies one batch_first flag to every submodule: with time-major input (batch_first=False) "

@@ -171,6 +171,28 @@ def test_the_quick_profile_covers_every_library_subject_with_a_spec_once_per_mod
     assert len(full) > len(quick) and any(c.compiled and c.against == "eager" for c in full)
 
 
+def test_a_case_example_ignores_constants_in_loaded_modules(tmp_path, monkeypatch):
+    """Hypothesis mixes literals of loaded project modules into its draws; a benchmark case's example must not
+    move when some module (a tolerance table, a new subject) gains constants."""
+    import importlib
+    import sys
+
+    spec = registry.specs()["neuron.rleaky"]
+    fixed = {"all_to_all": True, "reset_delay": True, "time_dim": 0, "surrogate": "atan"}
+    before = cases.draw_small_example(spec, fixed)
+    (tmp_path / "lots_of_constants.py").write_text(
+        "VALUES = (" + ", ".join(f"{0.1 + i / 7:.9f}, {3 + 11 * i}" for i in range(400)) + ", 'zero', 'none')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("lots_of_constants")
+    try:
+        after = cases.draw_small_example(spec, fixed)
+    finally:
+        sys.modules.pop("lots_of_constants", None)
+    assert before.hyper == after.hyper
+    assert torch.equal(before.x, after.x)
+    assert all(torch.equal(before.params[k], after.params[k]) for k in before.params)
+
+
 def test_slowed_step_takes_the_asked_fraction_longer():
     step = timing.slowed(lambda: time.sleep(0.01), 0.5)
     started = time.perf_counter()
