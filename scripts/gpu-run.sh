@@ -83,7 +83,7 @@ fi
 
 if has matrix; then
   reserve=0
-  has bench && reserve=$((reserve + 150))
+  has bench && reserve=$((reserve + ${GPU_RUN_BENCH_S:-150}))
   has kernels && reserve=$((reserve + 100))
   limit=$(( $(left) - reserve ))
   echo "== matrix: cuda cells on $workers workers (limit ${limit}s)"
@@ -107,7 +107,8 @@ fi
 if has bench; then
   limit=$(( $(left) - $(has kernels && echo 100 || echo 0) ))
   echo "== benchmark, quick profile on cuda (limit ${limit}s)"
-  timeout "$limit" python3 -m conformance.bench run --device cuda --profile quick --quiet \
+  # shellcheck disable=SC2086 # GPU_RUN_BENCH_ARGS is a list of options, e.g. "--builds 2"
+  timeout "$limit" python3 -m conformance.bench run --device cuda --profile quick --quiet ${GPU_RUN_BENCH_ARGS:-} \
     --out "$out/bench-cuda.json" || status=1
 fi
 
