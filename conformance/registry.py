@@ -13,6 +13,8 @@ import importlib.util
 from functools import lru_cache
 from typing import Iterable, Iterator
 
+import torch
+
 from .checks import CHECKS, GRADIENT_CHECKS
 from .transforms import TRANSFORMS, Transform
 from .types import Cell, Known, Spec, Subject
@@ -124,6 +126,8 @@ def not_applicable(cell: Cell, subject: Subject, spec: Spec, transform: Transfor
     for key in (f"{cell.transform}:{cell.check}", cell.transform, cell.check):
         if key in subject.not_applicable:
             return subject.not_applicable[key]
+    if transform.id == "cpu_vs_cuda" and "cpu" not in subject.devices:
+        return f"{subject.id} does not run on the CPU here, so there is no CPU result to agree with"
     if spec.fn is None and cell.check in ("forward_matches_spec", "grad_matches_spec"):
         return f"{spec.id} is an opaque model without a spec: judged by what transforms preserve"
     if cell.check in GRADIENT_CHECKS and not spec.differentiable:
@@ -139,10 +143,16 @@ def not_applicable(cell: Cell, subject: Subject, spec: Spec, transform: Transfor
     return None
 
 
+def for_this_torch(entry: Known) -> bool:
+    """Whether a known failure applies to the installed torch release (its ``torch`` glob)."""
+    return entry.torch == "*" or fnmatch.fnmatchcase(torch.__version__, entry.torch)
+
+
 def known_failure(cell: Cell, subject: Subject) -> Known | None:
     for entry in subject.known:
         if (fnmatch.fnmatchcase(cell.transform, entry.transform) and fnmatch.fnmatchcase(cell.check, entry.check)
-                and fnmatch.fnmatchcase(cell.device, entry.device) and fnmatch.fnmatchcase(cell.dtype, entry.dtype)):
+                and fnmatch.fnmatchcase(cell.device, entry.device) and fnmatch.fnmatchcase(cell.dtype, entry.dtype)
+                and for_this_torch(entry)):
             return entry
     return None
 
@@ -156,6 +166,8 @@ def unmatched_known(all_cells: Iterable[Cell]) -> list[tuple[str, Known]]:
     for sid in by_subject:
         subject = subjects()[sid]
         for entry in subject.known:
+            if not for_this_torch(entry):
+                continue  # recorded for another torch release
             if not any(known_failure(c, subject.replace(known=(entry,))) for c in by_subject.get(sid, [])):
                 stale.append((sid, entry))
     return stale

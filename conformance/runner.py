@@ -25,6 +25,7 @@ from .causes import CheckFailed, TransformFailed, classify
 from .checks import CHECKS, Truth, spec_truth
 from .results import NO_DEVICE, CellResult
 from .transforms import DTYPES, Context, Outcome
+from .strategies import stable_draws
 from .types import Cell, Example
 
 #: Hypothesis profiles: examples per cell, and fewer for compiling transforms (compilation dominates).
@@ -189,7 +190,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     error: BaseException | None = None
     with _compile_settings(transform.compiles):
         try:
-            with time_limit(timeout_s):
+            with time_limit(timeout_s), stable_draws():
                 cell_property()
         except _StopAtTransformFailure as stop:
             error = stop.failure

@@ -83,6 +83,8 @@ class Known:
     collected cell is an error. ``cause`` (when given) must equal the classified cause of the failure,
     otherwise the failure is reported as a new one. ``also`` lists other causes the same finding shows on some
     examples (which one a cell reports depends on the example drawn first), each to be explained in ``reason``.
+    ``torch`` is a glob over ``torch.__version__`` for failures that depend on the torch release (dynamo's graph
+    breaks change between releases); an entry for another release is not applied here and is not stale here.
     """
 
     transform: str
@@ -93,6 +95,7 @@ class Known:
     device: str = "*"
     dtype: str = "*"
     also: tuple[str, ...] = ()
+    torch: str = "*"
 
     def explains(self, cause: str | None) -> bool:
         """Whether a failure classified as ``cause`` is this known failure."""

@@ -26,9 +26,33 @@ def triton_missing() -> str | None:
     return None
 
 
+#: The oldest Triton whose interpreter runs these kernels: 3.6's passes scalar arguments as 1-element numpy
+#: arrays, and numpy 2 refuses them as loop bounds (``for t in range(T)``: "only 0-dimensional arrays can be
+#: converted to Python scalars"); 3.9 passes 0-d values. Releases in between are untested, so not trusted.
+MIN_INTERPRETER_TRITON = (3, 9)
+
+
+def interpreter_problem() -> str | None:
+    """Why CPU tensors cannot run through Triton's interpreter here, or None."""
+    if os.environ.get("QSNN_KERNELS_INTERPRET", "1") == "0":
+        return "the CPU path (Triton's interpreter) is off: QSNN_KERNELS_INTERPRET=0"
+    try:
+        from importlib.metadata import version
+
+        found = version("triton")
+        numbers = tuple(int(part) for part in found.split("+")[0].split(".")[:2])
+    except (ImportError, ValueError, LookupError):
+        return None
+    if numbers < MIN_INTERPRETER_TRITON:
+        return (f"Triton {found}'s interpreter passes scalar arguments as 1-element arrays, which numpy 2 refuses "
+                f"as loop bounds: the CPU path needs triton>={'.'.join(map(str, MIN_INTERPRETER_TRITON))}")
+    return None
+
+
 def interpreter_enabled() -> bool:
-    """Whether CPU tensors run through Triton's interpreter (on unless QSNN_KERNELS_INTERPRET=0)."""
-    return os.environ.get("QSNN_KERNELS_INTERPRET", "1") != "0"
+    """Whether CPU tensors run through Triton's interpreter (on unless QSNN_KERNELS_INTERPRET=0 or the installed
+    Triton's interpreter cannot run these kernels; see :func:`interpreter_problem`)."""
+    return interpreter_problem() is None
 
 
 def device_unsupported(device: torch.device) -> str | None:
@@ -39,7 +63,7 @@ def device_unsupported(device: torch.device) -> str | None:
     if device.type == "cuda":
         return None
     if device.type == "cpu":
-        return None if interpreter_enabled() else "the CPU path (Triton's interpreter) is off: QSNN_KERNELS_INTERPRET=0"
+        return interpreter_problem()
     return f"no Triton kernels for device type {device.type!r}"
 
 

@@ -169,6 +169,48 @@ def test_examples_scale_draws_fewer_examples_on_its_device():
     assert 0 < len(built) < n_full
 
 
+def test_cell_examples_ignore_constants_in_loaded_modules(tmp_path, monkeypatch):
+    """The examples of a cell do not move when some project module gains literals (hypothesis' local-constant
+    pool): the checked-in expectations must not flip on an unrelated edit."""
+    import importlib
+
+    from conformance.subjects.specs import SpecModule
+    from reference import neurons
+
+    seen: list = []
+
+    def build(ex):
+        seen.append((tuple(ex.x.flatten().tolist()), sorted((k, str(v)) for k, v in ex.hyper.items())))
+        return SpecModule(neurons.leaky, ex.params, ex.hyper)
+
+    subject = _register(Subject(id="framework.draws", spec="neuron.leaky", library="framework", build=build))
+    run_cell(Cell(subject.id, "deepcopy", "preserves_forward"), profile="ci")
+    before, seen[:] = list(seen), []
+    (tmp_path / "more_constants.py").write_text(
+        "VALUES = (" + ", ".join(f"{0.05 + i / 13:.9f}, {2 + 7 * i}" for i in range(500)) + ", 'zero', 'none')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("more_constants")
+    try:  # another transform: the same examples are drawn (outcomes are cached per transform and example)
+        run_cell(Cell(subject.id, "pickle", "preserves_forward"), profile="ci")
+    finally:
+        sys.modules.pop("more_constants", None)
+    assert before and seen == before
+
+
+def test_a_known_failure_for_another_torch_release_neither_applies_nor_is_stale():
+    import torch
+
+    here = torch.__version__
+    other = Known(transform="eager", torch="0.1*", reason="an old release's finding")
+    mine = Known(transform="eager", torch=here.split("+")[0] + "*", reason="this release's finding")
+    subject = _register(Subject(id="framework.torch_versions", spec="quant.sign_ste", library="framework",
+                                fixed={"zero_value": 1.0}, build=lambda ex: None, known=(other, mine)))
+    cell = Cell(subject.id, "eager", "forward_matches_spec")
+    assert registry.known_failure(cell, subject) is mine
+    assert registry.known_failure(cell, subject.replace(known=(other,))) is None
+    assert not any(sid == subject.id for sid, _ in registry.unmatched_known([cell]))
+
+
 def test_a_known_failure_accepts_only_its_causes():
     from conformance.runner import _apply_known
     from conformance.results import CellResult

@@ -11,15 +11,15 @@ level), only the shapes change. A grown example is never judged for correctness:
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Mapping
 
 import torch
 
 from .. import registry
+from ..strategies import stable_draws
 from ..types import Example, Spec, Subject
 
 MODES = ("forward", "forward+backward")
@@ -232,7 +232,7 @@ def describe(case: Case) -> dict:
 def draw_small_example(spec: Spec, fixed: Mapping[str, object]) -> Example:
     """A deterministic example of ``spec`` under ``fixed``: of the first few hypothesis draws, the largest (the
     very first draw is the simplest one hypothesis can make, often all zeros). The same in every process and on
-    every commit: see :func:`_without_local_constants`."""
+    every commit: see :func:`conformance.strategies.stable_draws`."""
     from hypothesis import HealthCheck, given, settings
 
     found: list[Example] = []
@@ -243,36 +243,11 @@ def draw_small_example(spec: Spec, fixed: Mapping[str, object]) -> Example:
     def draw(example):
         found.append(example)
 
-    with _without_local_constants():
+    with stable_draws():
         draw()
     return max(found, key=lambda ex: ex.x.numel())
 
 
-@contextlib.contextmanager
-def _without_local_constants() -> Iterator[None]:
-    """Hypothesis mixes literals it finds in the source of every loaded project module into its draws (a few
-    percent of draws, derandomized or not), so an edit anywhere in this repository, or which modules happen to
-    be imported, changed the example a benchmark case is grown from: an unrelated tolerance edit moved
-    snntorch.RLeaky from reset "none" to "zero" and its ratio from 1.06 to 1.55. A case must measure the same
-    thing on every commit, so its example is drawn with that pool empty. The pool is hypothesis-internal: when it
-    is not where this expects it, draws fall back to the plain behaviour."""
-    try:
-        from hypothesis.internal.conjecture import providers
-
-        original = providers._get_local_constants
-        empty = type(providers._local_constants)(integers=providers.SortedSet(),
-                                                 floats=providers.SortedSet(key=providers.float_to_int),
-                                                 bytes=providers.SortedSet(), strings=providers.SortedSet())
-    except (ImportError, AttributeError, TypeError):
-        yield
-        return
-    providers.CONSTANTS_CACHE.cache.clear()
-    providers._get_local_constants = lambda: empty
-    try:
-        yield
-    finally:
-        providers._get_local_constants = original
-        providers.CONSTANTS_CACHE.cache.clear()
 
 
 def example_for(subject: Subject, spec: Spec, size_name: str) -> Example:
