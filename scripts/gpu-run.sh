@@ -8,7 +8,8 @@
 #
 # The libraries under test come from wheels in .whl/ when it holds any (offline machines), otherwise from the
 # package registry, pinned (GPU_RUN_PACKAGES below), --no-deps, into a private directory put first on PYTHONPATH;
-# the machine's own torch, triton, cupy, numpy and test tools are used as they are. A library that is missing
+# the machine's own torch, triton, cupy and numpy are used as they are. hypothesis is pinned to the CPU run's
+# version so that both devices draw the same examples (conformance.strategies.stable_draws). A library that is missing
 # turns its cells to `skip`. Each stage runs under a time limit (the whole run aims at GPU_RUN_BUDGET_S, default
 # 540 s); what a stage recorded before its limit is kept.
 #
@@ -22,8 +23,8 @@ cd "$(dirname "$0")/.."
 
 GPU_RUN_PACKAGES=(
   "snntorch==1.0.0" "spikingjelly==2.0.0" "norse==1.1.0" "sinabs==3.1.3" "bitorch==0.4.1" "brevitas==0.13.4"
-  "opacus==1.6.0" "nir==1.0.4" "nirtorch==2.0.2" "loguru" "pbr" "dependencies" "opt_einsum" "unfoldNd"
-  "pytest==8.4.2"
+  "opacus==1.6.0" "nir==1.0.4" "nirtorch==2.0.2" "loguru" "pbr" "dependencies==2.0.1" "opt_einsum" "unfoldNd"
+  "pytest==8.4.2" "hypothesis==6.170.17"
 )
 stages="matrix,mutants,bench,kernels"
 out="reports/cuda-run-$(date -u +%Y%m%dT%H%M%S)"
@@ -31,9 +32,15 @@ while [ "$#" -gt 0 ]; do
   case "$1" in
     --stages) stages="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --download)
+    --download)  # with the GPU machine's Python version (hypothesis ships per-version wheels)
       mkdir -p .whl
-      exec python3 -m pip download --no-deps --only-binary=:all: -d .whl "${GPU_RUN_PACKAGES[@]}" ;;
+      python3 -m pip download --no-deps --only-binary=:all: -d .whl "${GPU_RUN_PACKAGES[@]/norse==1.1.0/}" \
+        || exit 1
+      # norse 1.1.0 is an sdist only; its version comes from setuptools_scm, which an sdist build cannot read
+      python3 -m pip download --no-deps --no-binary=:all: -d /tmp/norse-sdist "norse==1.1.0" && \
+        tar -xzf /tmp/norse-sdist/norse-1.1.0.tar.gz -C /tmp/norse-sdist && \
+        SETUPTOOLS_SCM_PRETEND_VERSION=1.1.0 python3 -m pip wheel --no-deps -w .whl /tmp/norse-sdist/norse-1.1.0
+      exit $? ;;
     *) echo "usage: scripts/gpu-run.sh [--stages matrix,mutants,bench,kernels] [--out DIR] | --download" >&2
        exit 2 ;;
   esac

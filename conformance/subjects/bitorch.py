@@ -196,6 +196,24 @@ _RESNET_NOT_APPLICABLE = {t: _LAYER_LEVEL for t in ("vmap", "grad", "jvp", "comp
 # ------------------------------------------------------------------------------------------------ declarations
 
 
+TORCH_AUTOCAST = "https://pytorch.org/docs/stable/amp.html#cuda-ops-that-can-autocast-to-float16"
+#: What a binarized model shows on CUDA (the H200 run): properties of sign() and of torch's CUDA defaults.
+_CUDA_MODEL_KNOWN: tuple[Known, ...] = (
+    Known(transform="autocast_*", cause="transform-changed-forward", also=("transform-changed-grad",),
+          link=TORCH_AUTOCAST,
+          reason="autocast runs the convolutions and linear layers in bfloat16/float16: a pre-activation near 0 "
+                 "changes sign after rounding, the binarized activation flips between -1 and +1, and every later "
+                 "layer sees a different input (19 of 20 logits moved, by up to 0.5). A binarized network is not "
+                 "autocast-safe by construction; not a bitorch defect"),
+    Known(transform="cpu_vs_cuda", check="preserves_grad", cause="transform-changed-grad",
+          link="https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices",
+          reason="cuDNN convolutions run in TF32 by default (torch.backends.cudnn.allow_tf32=True, 10 mantissa "
+                 "bits): the float32 weight gradient of the first conv differs from the CPU's by 2e-3 relative "
+                 "(max 0.009 on values near 5), over the 1e-5 float32 tolerance. A torch default every CUDA user "
+                 "gets, so the cell keeps it"),
+)
+
+
 def _subject(name: str, spec: str, build, *, known: tuple[Known, ...] = (), **fields) -> Subject:
     return Subject(id=f"bitorch.{name}", spec=spec, build=build, library=LIBRARY, requires=REQUIRES,
                    known=known + bdpy_known(), **fields)
@@ -241,7 +259,14 @@ def subjects() -> Iterator[Subject]:
                           *_functorch_known("GradientCancellation", per_sample)))
     yield _subject("QConv2d[pad_value=0]", "layer.binary_conv2d", build_qconv2d,
                    fixed=dict(conv, pad_value=0.0, padding=1), param_map={"weight": "weight"},
-                   known=(Known(transform="eager", check="*_matches_spec", cause="forward-mismatch",
+                   known=(Known(transform="autocast_*", check="preserves_grad", cause="transform-changed-grad",
+                                link=TORCH_AUTOCAST,
+                                reason="the weight gradient of this small conv is a sum with cancellation (about "
+                                       "0.03 from larger terms): operands rounded to bfloat16/float16 move it by "
+                                       "more than the tolerance scaled to the result (0.0098 vs 0.0083 in bfloat16, "
+                                       "0.0018 vs 0.0017 in float16). A limit of judging autocast against a "
+                                       "result-scaled tolerance, not a bitorch defect"),
+                          Known(transform="eager", check="*_matches_spec", cause="forward-mismatch",
                                 also=("grad-mismatch",),
                                 reason="QConv2d_NoAct does 'pad_value or config.padding_value', so an explicit "
                                        "pad_value=0.0 pads the binarized input with -1.0 (the border outputs "
@@ -258,7 +283,7 @@ def subjects() -> Iterator[Subject]:
                                    "per example on one CPU thread, over the CI cell budget; compile_aot_eager covers "
                                    "dynamo's capture of the model",
                                    "compile_dynamic": "as compile_inductor (inductor, whole model, over the CI budget)"},
-                   known=(*_container_known(),
+                   known=(*_container_known(), *_CUDA_MODEL_KNOWN,
                           Known(transform="opacus_*", cause="opacus-failed", link=SEED_000,
                                 reason="LeNet has BatchNorm layers (buffers), which Opacus' strict GradSampleModule "
                                        "refuses; the seed ran ModuleValidator.fix first (bitorch's own per-sample "

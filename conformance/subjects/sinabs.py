@@ -122,6 +122,9 @@ _SPIKE = f"{_SRC}/activation/spike_generation.py"
 _LAYER = f"{_SRC}/layers/stateful_layer.py"
 _OLD_STYLE = ("MultiSpike and SingleSpike are old-style autograd.Functions (forward(ctx, ...), no setup_context), "
               "which torch.func refuses")
+_GB_211 = ("on CUDA with torch 2.11 (the H200 run) dynamo stops earlier than torch 2.13 does, at a data-dependent "
+           "branch on tensor data in the layer's state handling (gb0170 'Data-dependent branching'; fullgraph "
+           "compilation fails on it: data-dependent-item), before the python_type() break 2.13 reports")
 _GB_NO_BREAKS = "graph-break:Unsupported python_type() call"
 _GB_FULLGRAPH = "graph-break:This VariableTracker does not implement python_type()  which is required for obj"
 _GB_REASON = ("the forward passes the spike_fn class and the surrogate dataclass through functional.lif_forward into "
@@ -135,6 +138,9 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
               reason="MultiSpike/SingleSpike return .float() spikes: float32 whatever the membrane's dtype"),
         Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", link=_SPIKE,
               reason="MultiSpike/SingleSpike return .float() spikes: float32 whatever the membrane's dtype"),
+        Known("compile_*", "no_graph_breaks", cause="graph-break:Data-dependent branching", reason=_GB_211,
+              link=_LAYER, device="cuda", torch="2.11*"),
+        Known("compile_*", cause="data-dependent-item", reason=_GB_211, link=_LAYER, device="cuda", torch="2.11*"),
         Known("compile_aot_eager", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_GB_REASON, link=lif),
         Known("compile_aot_eager", "preserves_*", cause=_GB_FULLGRAPH, reason=_GB_REASON, link=lif),
         Known("compile_dynamic", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_GB_REASON, link=lif),

@@ -122,13 +122,30 @@ _JIT_NODE = ("MemoryModule.forward(self, *args, **kwargs) takes variable argumen
              "compile")
 
 
+#: Findings of the H200 run (CUDA, torch 2.11): they apply only there (CPU with torch 2.13 does not show them).
+_CUDA_211 = dict(device="cuda", torch="2.11*")
+_DEEPCOPY_BREAK = ("MemoryModule.reset() re-initialises each state from its reset value with copy.deepcopy "
+                   "(`self._memories[key] = copy.deepcopy(rv)` for a Python float such as v_reset=0.0), which "
+                   "torch 2.11's dynamo refuses (graph break 'copy.deepcopy()'); torch 2.13 traces it")
+_JVP_ZERO = ("on CUDA the nodes run spikingjelly's CUDA kernels instead of the old-style _SurrogateSpike Function: "
+             "torch.func.jvp through them no longer raises (as on the CPU) but returns a zero tangent for the "
+             "spikes, so a jvp-derived gradient is 0 where reverse mode gives the surrogate gradient: silently wrong "
+             "forward-mode AD")
+
+
 def _known_node(*, learnable: bool) -> tuple[Known, ...]:
     known = [
+        Known("compile_*", cause="graph-break:Dynamo does not support copy.deepcopy()",
+              also=("graph-break:copy.deepcopy()",), reason=_DEEPCOPY_BREAK, link=f"{_SRC}/base.py#L735",
+              **_CUDA_211),
+        Known("jvp", "preserves_grad", cause="transform-changed-grad", reason=_JVP_ZERO, link=f"{_SRC}/neuron",
+              **_CUDA_211),
+        Known("jvp", device="cpu", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT,
+              link=_OPS),
         Known("deepcopy_used", cause="deepcopy-non-leaf", link=f"{_SRC}/base.py",
               reason="forward+backward leaves the membrane v of the last step (a non-leaf tensor) in "
                      "MemoryModule._memories; copy.deepcopy refuses non-leaf tensors"),
         Known("grad", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS),
-        Known("jvp", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS),
         Known("jit_script", cause="jit-unsupported", reason=_JIT_NODE, link=f"{_SRC}/base.py"),
     ]
     if learnable:
