@@ -73,7 +73,7 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, *, tol: Tolerance, cau
     both_nan = torch.isnan(a) & torch.isnan(e)
     diff = torch.where(both_nan, torch.zeros_like(a), (a - e).abs())
     diff = torch.nan_to_num(diff, nan=float("inf"))
-    atol = tol.atol * float(e.abs().max()) if tol.scaled and e.numel() else tol.atol
+    atol = max(tol.atol * float(e.abs().max()), tol.floor) if tol.scaled and e.numel() else tol.atol
     bad = diff > atol + tol.rtol * e.abs()
     excluded = torch.zeros_like(bad)
     if margin is not None and bad.any():

@@ -14,6 +14,7 @@ Record schema (``"schema": 1``), every key always present:
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
@@ -119,31 +120,41 @@ class Problem:
 
 
 def iter_records(paths: Iterable[Path | str], problems: list[Problem] | None = None) -> Iterator[dict]:
-    """Every valid cell record in ``paths`` (files or directories searched for ``*.jsonl``).
+    """Every valid cell record in ``paths`` (files or directories searched for ``*.jsonl`` and ``*.jsonl.gz``, the
+    form in which checked-in runs such as ``reports/cuda/`` are stored).
 
     Malformed, truncated or foreign lines are appended to ``problems`` (with file and line) and skipped.
     """
     problems = problems if problems is not None else []
     for path in _expand(paths):
         try:
-            handle = open(path, encoding="utf-8", errors="replace")
+            handle = gzip.open(path, "rt", encoding="utf-8", errors="replace") if path.suffix == ".gz" \
+                else open(path, encoding="utf-8", errors="replace")
         except OSError as exc:
             problems.append(Problem(str(path), 0, f"cannot read: {exc}"))
             continue
         with handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    problems.append(Problem(str(path), number, f"not JSON ({exc.msg}); truncated write?"))
-                    continue
-                reason = _invalid(record)
-                if reason:
-                    problems.append(Problem(str(path), number, reason))
-                    continue
-                yield record
+            yield from _records_of(handle, path, problems)
+
+
+def _records_of(handle, path: Path, problems: list[Problem]) -> Iterator[dict]:
+    number = 0
+    try:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(Problem(str(path), number, f"not JSON ({exc.msg}); truncated write?"))
+                continue
+            reason = _invalid(record)
+            if reason:
+                problems.append(Problem(str(path), number, reason))
+                continue
+            yield record
+    except (EOFError, OSError) as exc:  # a truncated or corrupt .gz: keep what was read
+        problems.append(Problem(str(path), number + 1, f"cannot read further: {exc}"))
 
 
 def _invalid(record: Any) -> str | None:
@@ -167,7 +178,7 @@ def _expand(paths: Iterable[Path | str]) -> Iterator[Path]:
     for path in paths:
         path = Path(path)
         if path.is_dir():
-            yield from sorted(path.rglob("*.jsonl"))
+            yield from sorted([*path.rglob("*.jsonl"), *path.rglob("*.jsonl.gz")])
         else:
             yield path
 

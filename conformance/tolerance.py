@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -16,6 +18,8 @@ class Tolerance:
     reason: str = "torch.testing.assert_close default for the dtype"
     #: atol is relative to the largest expected magnitude (errors that scale with a reduction's operands).
     scaled: bool = False
+    #: with ``scaled``, the smallest atol: values below a low-precision format's normal range flush to zero there.
+    floor: float = 0.0
 
 
 #: torch.testing.assert_close's defaults.
@@ -53,7 +57,9 @@ OVERRIDES: dict[tuple[str, str, str], Tolerance] = {
                     "output; 2e-2 leaves room for ~5 units of bfloat16 rounding", scaled=True),
     ("float32", "autocast_fp16", "*"): Tolerance(
         4e-3, 4e-3, "autocast rounds every matmul/conv operand to float16 (11 significant bits, 2^-11 = 4.9e-4 "
-                    "relative each): atol relative to the largest output, ~8 units of float16 rounding", scaled=True),
+                    "relative each): atol relative to the largest output, ~8 units of float16 rounding; at least float16's "
+                    "smallest normal (6.1e-5): smaller values flush to zero in float16 (seen: outputs of 6e-31)",
+        scaled=True, floor=float(torch.finfo(torch.float16).tiny)),
 }
 
 

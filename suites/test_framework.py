@@ -246,6 +246,23 @@ def test_records_survive_a_killed_writer(tmp_path):
     assert len(list(iter_records([tmp_path]))) == 3
 
 
+def test_gzipped_records_are_read_and_a_truncated_one_keeps_its_lines(tmp_path):
+    import gzip
+
+    lines = [json.dumps({"schema": 1, "kind": "cell", "subject": "s", "transform": "t", "check": str(i),
+                         "device": "cuda", "dtype": "float32", "outcome": "pass"}) for i in range(200)]
+    (tmp_path / "run").mkdir()
+    with gzip.open(tmp_path / "run" / "cuda.jsonl.gz", "wt") as out:
+        out.write("\n".join(lines) + "\n")
+    assert len(list(iter_records([tmp_path / "run"]))) == 200
+    data = (tmp_path / "run" / "cuda.jsonl.gz").read_bytes()
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "cuda.jsonl.gz").write_bytes(data[: len(data) // 2])
+    problems: list = []
+    kept = list(iter_records([tmp_path / "cut"], problems))
+    assert 0 < len(kept) < 200 and problems and "cannot read further" in problems[-1].reason
+
+
 def test_a_dead_worker_is_recorded_as_crash(tmp_path):
     test_file = tmp_path / "test_crashing.py"
     test_file.write_text(textwrap.dedent("""
@@ -386,3 +403,11 @@ def test_scaled_tolerance_is_relative_to_the_largest_output():
     compare(torch.tensor([100.5, 0.9, -50.2]), expected, tol=tol, cause="forward-mismatch", what="t")
     with pytest.raises(CheckFailed):
         compare(torch.tensor([100.5, 1.1, -50.2]), expected, tol=tol, cause="forward-mismatch", what="t")
+    # Tiny outputs: float16 flushes 6e-31 to zero, which the floor of the fp16 entry allows; more does not pass.
+    tiny = torch.tensor([6.1e-31, -2e-31])
+    floored = Tolerance(4e-3, 4e-3, "test", scaled=True, floor=6.1e-5)
+    compare(torch.zeros(2), tiny, tol=floored, cause="forward-mismatch", what="t")
+    with pytest.raises(CheckFailed):
+        compare(torch.zeros(2), tiny, tol=tol, cause="forward-mismatch", what="t")
+    with pytest.raises(CheckFailed):
+        compare(torch.tensor([1e-4, 0.0]), tiny, tol=floored, cause="forward-mismatch", what="t")

@@ -259,14 +259,7 @@ def subjects() -> Iterator[Subject]:
                           *_functorch_known("GradientCancellation", per_sample)))
     yield _subject("QConv2d[pad_value=0]", "layer.binary_conv2d", build_qconv2d,
                    fixed=dict(conv, pad_value=0.0, padding=1), param_map={"weight": "weight"},
-                   known=(Known(transform="autocast_*", check="preserves_grad", cause="transform-changed-grad",
-                                link=TORCH_AUTOCAST,
-                                reason="the weight gradient of this small conv is a sum with cancellation (about "
-                                       "0.03 from larger terms): operands rounded to bfloat16/float16 move it by "
-                                       "more than the tolerance scaled to the result (0.0098 vs 0.0083 in bfloat16, "
-                                       "0.0018 vs 0.0017 in float16). A limit of judging autocast against a "
-                                       "result-scaled tolerance, not a bitorch defect"),
-                          Known(transform="eager", check="*_matches_spec", cause="forward-mismatch",
+                   known=(Known(transform="eager", check="*_matches_spec", cause="forward-mismatch",
                                 also=("grad-mismatch",),
                                 reason="QConv2d_NoAct does 'pad_value or config.padding_value', so an explicit "
                                        "pad_value=0.0 pads the binarized input with -1.0 (the border outputs "
