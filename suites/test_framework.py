@@ -290,6 +290,54 @@ def test_a_dead_worker_is_recorded_as_crash(tmp_path):
     assert records[0]["cell"].startswith("framework.crasher|eager|forward_matches_spec")
 
 
+def test_two_workers_survive_a_crash_and_a_hang_in_c_and_finish(tmp_path):
+    """Under -n 2: one cell kills its worker, one hangs where the alarm cannot reach (a blocking C call), the
+    watchdog ends that worker; xdist replaces both, every other cell is recorded, and the run ends."""
+    test_file = tmp_path / "test_two_workers.py"
+    test_file.write_text(textwrap.dedent("""
+        import os, signal, time
+        from conformance.api import parametrize_with_checks
+        from conformance.subjects.specs import SpecModule
+        from conformance.types import Subject
+        from reference import quant
+
+        def crash(example):
+            os._exit(7)
+
+        def hang(example):  # as a hang in C code: the in-process alarm never reaches Python
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            time.sleep(600)
+
+        def fine(example):
+            return SpecModule(quant.sign_ste, {}, example.hyper)
+
+        SUBJECTS = [Subject(id=f"framework.{name}", spec="quant.sign_ste", build=build, library="framework",
+                            fixed={"zero_value": 1.0})
+                    for name, build in (("crash", crash), ("hang", hang), ("fine_a", fine), ("fine_b", fine))]
+
+        @parametrize_with_checks(SUBJECTS, transforms=["eager", "deepcopy"])
+        def test_cells(cell, record_cell, cell_watchdog):
+            from conformance.api import check_cell
+            cell_watchdog["cell"] = cell
+            check_cell(cell, record=record_cell)
+    """))
+    results = tmp_path / "results"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CONFORMANCE_RUN_ID="two-workers", CONFORMANCE_CELL_TIMEOUT="2")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pytest", str(test_file), "-p", "conformance.plugin", "-n", "2",
+                           "-p", "no:cacheprovider", "-q", "--results-dir", str(results),
+                           "-k", "float32 and (forward_matches_spec or preserves_forward)"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    records = {r["cell"]: r for r in iter_records([results])}
+    outcomes = {cell.split("|")[0] + "|" + cell.split("|")[1] + "|" + cell.split("|")[2]: r["outcome"]
+                for cell, r in records.items()}
+    assert time.monotonic() - started < 200, done.stdout[-2000:]
+    assert outcomes.get("framework.crash|eager|forward_matches_spec") == "crash", outcomes
+    assert outcomes.get("framework.hang|eager|forward_matches_spec") == "timeout", outcomes
+    assert all(outcomes.get(f"framework.fine_{x}|{t}|{c}") == "pass" for x in "ab"
+               for t, c in (("eager", "forward_matches_spec"), ("deepcopy", "preserves_forward"))), outcomes
+
+
 def test_recording_overhead_is_small(tmp_path):
     """Not a timing gate: the measured number is printed for the notes (target: under 5 ms per cell)."""
     writer = RecordWriter(tmp_path / "bench.jsonl")

@@ -348,8 +348,8 @@ RLEAKY_KNOWN: tuple[Known, ...] = (
     Known(transform="opacus_functorch", cause="opacus-failed", link=f"{SOURCE}/_neurons/rleaky.py#L398",
           also=("transform-changed-grad",),
           reason="Opacus' functorch mode vmaps the recurrent nn.Linear over the axis batch_first=False names "
-                 "(dim 1 of its (B, N) per-step input), so the matmul shapes no longer agree (torch 2.13: an error; "
-                 "on the CUDA run with torch 2.11 it runs and returns per-sample gradients of the wrong shape)"),
+                 "(dim 1 of its (B, N) per-step input): depending on the example, the matmul shapes no longer agree "
+                 "(an error) or it runs and returns per-sample gradients of the wrong shape"),
 )
 
 
