@@ -211,8 +211,8 @@ def latest_by_cell(records: Iterable[dict]) -> dict[str, dict]:
 
 
 _ENV_CACHE: dict | None = None
-LIBRARIES = ("torch", "snntorch", "spikingjelly", "norse", "sinabs", "bitorch", "brevitas", "opacus", "bdpy",
-             "hypothesis", "triton")
+LIBRARIES = ("torch", "snntorch", "spikingjelly", "norse", "sinabs", "bitorch", "bitorch_engine", "brevitas", "opacus",
+             "bdpy", "hypothesis", "triton")
 
 
 def environment() -> dict:

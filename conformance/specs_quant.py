@@ -330,16 +330,44 @@ def _input_edges(hyper) -> tuple:
     return (0.0, 1.0, -1.0) + ((t, -t) if t else ())
 
 
+@st.composite
+def _seeded_tensors(draw, shape: tuple, *, away_from: tuple = (), eps: float = _FAR, salt: int = 0) -> torch.Tensor:
+    """Uniform float64 values in [-4, 4] from one drawn seed, each within ``eps`` of a point of ``away_from`` moved to
+    ``eps`` from it (on its own side). For layers whose widths are multiples of 32 (bit-packing kernels):
+    :func:`conformance.strategies.tensors` draws every element through a filter and drops the whole example when one
+    element keeps failing, so hypothesis almost never completes a tensor of a few hundred elements (a 32-channel
+    3x3 conv) and such subjects would be judged on 1x1 convolutions only. Shrinks towards seed 0, not per element.
+    ``salt`` tells the tensors of one example apart: hypothesis often draws the same seed twice (0 first of all), and
+    an input equal to its weight would make every dot product the full width."""
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)) * 16 + salt)
+    t = torch.rand(shape, generator=gen, dtype=torch.float64) * 8.0 - 4.0
+    for point in away_from:
+        offset = t - point
+        t = torch.where(offset.abs() < eps, point + torch.where(offset >= 0, eps, -eps), t)
+    return t
+
+
 def binary_linear_examples(**fixed):
-    S.check_fixed(fixed, ("batch", "bias") + _LAYER_HYPER, "layer.binary_linear")
+    """``in_features`` / ``out_features`` (K, N) and ``inner_dim`` (an extra dim of 2 between batch and K) are
+    shape keys, not arguments of the spec: a layer that packs K into 32-bit words fixes K to multiples of 32 (its
+    tensors are then drawn from a seed, see :func:`_seeded_tensors`), one that takes only [batch, K] fixes
+    ``inner_dim=False``."""
+    S.check_fixed(fixed, ("batch", "bias", "in_features", "out_features", "inner_dim") + _LAYER_HYPER,
+                  "layer.binary_linear")
 
     @st.composite
     def draw_example(draw):
         hyper = _layer_hyper(draw, fixed)
-        k, n = draw(st.integers(1, 6)), draw(st.integers(1, 4))
-        shape = (draw(_batch(fixed)),) + ((2,) if draw(st.booleans()) else ()) + (k,)
-        x = draw(S.tensors(shape, away_from=_input_edges(hyper), eps=_FAR))
-        params = {"weight": draw(S.tensors((n, k), away_from=(0.0,), eps=_FAR))}
+        k = draw(S.hyper(fixed, "in_features", st.integers(1, 6)))
+        n = draw(S.hyper(fixed, "out_features", st.integers(1, 4)))
+        shape = (draw(_batch(fixed)),) + ((2,) if draw(S.hyper(fixed, "inner_dim", st.booleans())) else ()) + (k,)
+        wide = "in_features" in fixed
+        x = draw((_seeded_tensors if wide else S.tensors)(shape, away_from=_input_edges(hyper), eps=_FAR))
+        if wide:
+            weight = _seeded_tensors((n, k), away_from=(0.0,), salt=1)
+        else:
+            weight = S.tensors((n, k), away_from=(0.0,), eps=_FAR)
+        params = {"weight": draw(weight)}
         if draw(S.hyper(fixed, "bias", st.booleans())):
             params["bias"] = draw(S.tensors((n,)))
         return Example(x, params, hyper)
@@ -348,7 +376,12 @@ def binary_linear_examples(**fixed):
 
 
 def binary_conv2d_examples(**fixed):
-    names = ("batch", "bias", "stride", "padding", "dilation", "groups", "pad_value") + _LAYER_HYPER
+    """``in_channels`` and ``size`` are shape keys, not arguments of the spec: a layer that packs channels into 32-bit
+    words fixes ``in_channels`` to multiples of 32 (a multiple of ``groups``; its tensors are then drawn from a seed,
+    see :func:`_seeded_tensors`); ``size`` is the input's height and width before they are raised to the kernel's
+    reach (``dilation * (k - 1) + 1 - 2 * padding``) where smaller."""
+    names = ("batch", "bias", "stride", "padding", "dilation", "groups", "pad_value", "in_channels", "size") \
+        + _LAYER_HYPER
     S.check_fixed(fixed, names, "layer.binary_conv2d")
 
     @st.composite
@@ -360,10 +393,22 @@ def binary_conv2d_examples(**fixed):
         hyper["pad_value"] = draw(S.hyper(fixed, "pad_value", st.sampled_from(binary.PAD_VALUES)))
         groups = hyper["groups"]
         cin, cout = groups * max(1, cfg["in_channels"] // cfg["groups"]), groups * max(1, cfg["out_channels"] // cfg["groups"])
+        if "in_channels" in fixed:  # drawn only when fixed: an extra draw would move every other subject's examples
+            cin = draw(S.value_or_strategy(fixed["in_channels"]))
+            if cin % groups:
+                raise ValueError(f"in_channels={cin} is not a multiple of groups={groups}")
         k = cfg["kernel_size"]
-        side = max(cfg["height"], hyper["dilation"] * (k - 1) + 1 - 2 * hyper["padding"], 1)
-        x = draw(S.tensors((draw(_batch(fixed)), cin, side, side), away_from=_input_edges(hyper), eps=_FAR))
-        params = {"weight": draw(S.tensors((cout, cin // groups, k, k), away_from=(0.0,), eps=_FAR))}
+        height = draw(S.value_or_strategy(fixed["size"])) if "size" in fixed else cfg["height"]  # as in_channels
+        side = max(height, hyper["dilation"] * (k - 1) + 1 - 2 * hyper["padding"], 1)
+        wide = "in_channels" in fixed
+        x = draw((_seeded_tensors if wide else S.tensors)((draw(_batch(fixed)), cin, side, side),
+                                                          away_from=_input_edges(hyper), eps=_FAR))
+        w_shape = (cout, cin // groups, k, k)
+        if wide:
+            weight = _seeded_tensors(w_shape, away_from=(0.0,), salt=1)
+        else:
+            weight = S.tensors(w_shape, away_from=(0.0,), eps=_FAR)
+        params = {"weight": draw(weight)}
         if draw(S.hyper(fixed, "bias", st.booleans())):
             params["bias"] = draw(S.tensors((cout,)))
         return Example(x, params, hyper)

@@ -71,6 +71,9 @@ class Context:
 
     def spec_params(self, module: nn.Module) -> dict[str, nn.Parameter]:
         """Spec parameter name -> the module's parameter holding it (only those the subject maps)."""
+        if isinstance(module, torch.jit.ScriptModule):  # which has no get_parameter
+            found = dict(module.named_parameters())
+            return {name: found[path] for name, path in self.subject.param_map.items()}
         return {name: module.get_parameter(path) for name, path in self.subject.param_map.items()}
 
 

@@ -19,4 +19,28 @@ pip_install pyyaml h5py scipy pillow && pip_install --no-deps "bdpy==0.26" \
 # constraints keep torch where it is; without Triton the kernels' cells skip.
 pip_install "triton==3.9.0" \
   || echo "install-libraries: triton failed; the kernels' cells will skip" >&2
+# bitorch-engine 0.1.0, its two CPU layers only. No wheel exists, its setup.py builds its C++ extensions only under
+# "develop" and it requires bitorch~=0.3 (we test bitorch 0.4.1), so it is never pip-installed: the pinned sdist
+# (hash-checked) is unpacked into .venv/src, scripts/build_bitorch_engine.py compiles the two CPU extensions in place
+# (its docstring explains how; compiler output in .venv/src/bitorch_engine-build.log) and a .pth file puts the source
+# directory on sys.path. Needs a C++ compiler.
+install_bitorch_engine() {
+  local version=0.1.0 sha256=b8b39acdc6d958035be0b88456d4812a3c1960e29710e1fd475ee8067894256f
+  local site src download
+  site=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
+  src="$(python -c 'import sys; print(sys.prefix)')/src"
+  rm -f "$site/bitorch_engine.pth"  # a half-built copy must not be importable (its cells skip instead)
+  download=$(mktemp -d) || return 1
+  python -m pip download --quiet --no-deps --no-binary=:all: -d "$download" "bitorch-engine==$version" \
+    && echo "$sha256  $download/bitorch_engine-$version.tar.gz" | sha256sum --check --quiet - \
+    && rm -rf "$src/bitorch_engine-$version" && mkdir -p "$src" \
+    && tar -xzf "$download/bitorch_engine-$version.tar.gz" --no-same-owner -C "$src" \
+    && { python scripts/build_bitorch_engine.py "$src/bitorch_engine-$version" > "$src/bitorch_engine-build.log" 2>&1 \
+         || { tail -n 15 "$src/bitorch_engine-build.log" >&2; false; }; } \
+    && echo "$src/bitorch_engine-$version" > "$site/bitorch_engine.pth"
+  local status=$?
+  rm -rf "$download"
+  return $status
+}
+install_bitorch_engine || echo "install-libraries: bitorch-engine failed; its cells will skip" >&2
 exit 0
