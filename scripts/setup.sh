@@ -8,7 +8,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 stamp=.venv/.conformance-installed
-wanted=$(cat pyproject.toml constraints.txt scripts/setup.sh scripts/install-libraries.sh | sha1sum | cut -d' ' -f1)
+wanted=$(cat pyproject.toml constraints.txt scripts/setup.sh scripts/install-libraries.sh \
+         scripts/build_bitorch_engine.py | sha1sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
   echo "setup: installing (torch pinned, see constraints.txt)" >&2
   quiet() { { grep -v "is ignored: it is neither a file nor a directory" || true; } >&2; }

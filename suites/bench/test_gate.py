@@ -193,6 +193,15 @@ def test_a_case_example_ignores_constants_in_loaded_modules(tmp_path, monkeypatc
     assert all(torch.equal(before.params[k], after.params[k]) for k in before.params)
 
 
+def test_suspects_are_confirmed_in_a_fresh_process():
+    from conformance.bench.__main__ import measure_in_fresh_process, parse_args
+
+    case = next(c.id for c in cases.cases("quick") if c.subject.startswith("snntorch.surrogate"))
+    args = parse_args(["gate", "--repeats", "1", "--builds", "1", "--sample-s", "0.002", "--no-memory"])
+    confirmation = measure_in_fresh_process(args, [case])
+    assert list(confirmation["entries"]) == [case] and confirmation["entries"][case]["ratio"] > 0
+
+
 def test_slowed_step_takes_the_asked_fraction_longer():
     step = timing.slowed(lambda: time.sleep(0.01), 0.5)
     started = time.perf_counter()
