@@ -24,8 +24,8 @@ from . import registry
 from .causes import CheckFailed, TransformFailed, classify
 from .checks import CHECKS, Truth, spec_truth
 from .results import NO_DEVICE, CellResult
-from .transforms import DTYPES, Context, Outcome
 from .strategies import stable_draws
+from .transforms import DTYPES, Context, Outcome
 from .types import Cell, Example
 
 #: Hypothesis profiles: examples per cell, and fewer for compiling transforms (compilation dominates).

@@ -12,6 +12,7 @@ keeps its plain Python source and builds both forms on first use: ``triton.jit(f
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from typing import Any, Callable
@@ -33,9 +34,16 @@ MIN_INTERPRETER_TRITON = (3, 9)
 
 
 def interpreter_problem() -> str | None:
-    """Why CPU tensors cannot run through Triton's interpreter here, or None."""
+    """Why CPU tensors cannot run through Triton's interpreter here, or None (checked on every CPU launch: the
+    environment variable is read each time, the installed Triton's version once)."""
     if os.environ.get("QSNN_KERNELS_INTERPRET", "1") == "0":
         return "the CPU path (Triton's interpreter) is off: QSNN_KERNELS_INTERPRET=0"
+    return _old_interpreter()
+
+
+@functools.lru_cache(maxsize=1)
+def _old_interpreter() -> str | None:
+    """Why the installed Triton's interpreter cannot run these kernels, or None (reads package metadata: cached)."""
     try:
         from importlib.metadata import version
 
@@ -47,12 +55,6 @@ def interpreter_problem() -> str | None:
         return (f"Triton {found}'s interpreter passes scalar arguments as 1-element arrays, which numpy 2 refuses "
                 f"as loop bounds: the CPU path needs triton>={'.'.join(map(str, MIN_INTERPRETER_TRITON))}")
     return None
-
-
-def interpreter_enabled() -> bool:
-    """Whether CPU tensors run through Triton's interpreter (on unless QSNN_KERNELS_INTERPRET=0 or the installed
-    Triton's interpreter cannot run these kernels; see :func:`interpreter_problem`)."""
-    return interpreter_problem() is None
 
 
 def device_unsupported(device: torch.device) -> str | None:

@@ -248,8 +248,6 @@ def draw_small_example(spec: Spec, fixed: Mapping[str, object]) -> Example:
     return max(found, key=lambda ex: ex.x.numel())
 
 
-
-
 def example_for(subject: Subject, spec: Spec, size_name: str) -> Example:
     """The grown example of a case: fresh tensors on every call, drawn from the same small example."""
     family_name = family_of(spec.id)
