@@ -497,11 +497,6 @@ def _compile_transform(name: str, backend: str, dynamic: bool | None, *, explain
     def transform(ctx: Context) -> Outcome:
         import torch._dynamo
 
-        breaks = None
-        if explain:
-            # dynamo's own account first: the no_graph_breaks check reads it even when fullgraph fails below.
-            with stage("explain"):
-                breaks = graph_breaks(_build(ctx), ctx.input())
         module = _build(ctx)
         before = watch_state(module)
         torch._dynamo.reset()
@@ -515,13 +510,19 @@ def _compile_transform(name: str, backend: str, dynamic: bool | None, *, explain
                 with stage(name):
                     y2 = compiled(x2).detach()
                 result.info["second_shape"] = (y2, eager(ctx, x=x2).y)
+            # fullgraph=True captured the whole forward in one graph: dynamo found no break to count.
+            breaks = (0, [])
         except TransformFailed as failure:
-            if breaks is None:
+            if not explain:
                 raise
+            # dynamo's own account of the failure (count and reasons of every break) for no_graph_breaks, from a
+            # fresh instance: only asked when fullgraph failed, since a fullgraph success means no break.
+            with stage("explain"):
+                breaks = graph_breaks(_build(ctx), ctx.input())
             result = Outcome(info={"failure": failure})
         result.baseline = eager(ctx)
         result.info["leaks"] = leaks(module, *before)
-        result.info["graph_breaks"] = breaks
+        result.info["graph_breaks"] = breaks if explain else None
         return result
 
     transform.__name__ = name
