@@ -91,8 +91,9 @@ def _slowdowns(specs: Sequence[str]) -> dict[str, float]:
     return out
 
 
-def measure(args: argparse.Namespace, only: Sequence[str] | None = None) -> dict:
-    """Run the profile (or only the case ids in ``only``) with the command line's settings."""
+def measure(args: argparse.Namespace, only: Sequence[str] | None = None, checkpoint=None) -> dict:
+    """Run the profile (or only the case ids in ``only``) with the command line's settings; ``checkpoint`` as in
+    :func:`conformance.bench.timing.run`."""
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import torch
 
@@ -106,7 +107,8 @@ def measure(args: argparse.Namespace, only: Sequence[str] | None = None) -> dict
     return run(chosen, profile=args.profile, device=args.device,
                repeats=args.repeats or settings["repeats"], builds=args.builds or settings["builds"],
                sample_s=args.sample_s or settings["sample_s"],
-               slowdown=_slowdowns(args.slowdown), memory=not args.no_memory, progress=progress)
+               slowdown=_slowdowns(args.slowdown), memory=not args.no_memory, progress=progress,
+               checkpoint=checkpoint)
 
 
 def measure_in_fresh_process(args: argparse.Namespace, case_ids: Sequence[str]) -> dict:
@@ -150,8 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"conformance.bench: wrote {target} from {len(runs)} run(s)")
         return 0
     if args.command == "run":
-        results = measure(args, only=args.cases)
         out = args.out or default_latest(args.device)
+        # written after every case too: a run stopped by a time limit keeps what it measured ("complete": false)
+        results = measure(args, only=args.cases, checkpoint=lambda partial: gate.write(out, partial))
         gate.write(out, results)
         print(f"conformance.bench: {len(results['entries'])} cases measured, {len(results['skipped'])} skipped "
               f"in {results['duration_s']:.0f} s; wrote {out}")

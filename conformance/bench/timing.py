@@ -198,7 +198,7 @@ def _combine(first: Measurement | None, more: Measurement) -> Measurement:
 
 def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats: int, sample_s: float,
         builds: int = 1, slowdown: Mapping[str, float] | None = None, memory: bool = True,
-        progress: Callable[[str], None] | None = None) -> dict:
+        progress: Callable[[str], None] | None = None, checkpoint: Callable[[dict], None] | None = None) -> dict:
     """Measure every case; a case that cannot run is recorded under ``skipped`` with its reason, never raised.
 
     Each case is built ``builds`` times, ``repeats`` blocks each, and its ratio is the median over all blocks.
@@ -207,14 +207,26 @@ def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats
     within a build: several builds sample that spread instead of betting on one.
 
     ``slowdown`` maps a subject glob to an artificial slowdown fraction (for the noise experiment only).
-    Returns the results document (see :func:`conformance.bench.gate.load`)."""
+    ``checkpoint`` receives the document so far (``"complete": false``) after every case, so that a run killed by
+    a time limit keeps what it measured. Returns the results document (see :func:`conformance.bench.gate.load`)."""
     pin_allocator()
     case_list = list(case_list)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     clock = time.perf_counter()
     entries: dict[str, dict] = {}
     skipped: dict[str, str] = {}
+    env = environment(device)
+
+    def document(complete: bool) -> dict:
+        return {"schema": SCHEMA, "kind": "conformance.bench", "profile": profile, "device": device,
+                "repeats": repeats, "builds": builds, "sample_s": sample_s, "started": started,
+                "duration_s": round(time.perf_counter() - clock, 1), "env": env,
+                "attempted": [c.id for c in case_list], "entries": dict(entries), "skipped": dict(skipped),
+                "complete": complete}
+
     for n, case in enumerate(case_list, 1):
+        if checkpoint and n > 1:
+            checkpoint(document(False))
         fraction = next((f for pattern, f in (slowdown or {}).items() if selected(case.subject, [pattern])), 0.0)
         try:
             # Some layers print on every call (bitorch's STE heaviside): keep the log readable, the cost counted.
@@ -246,7 +258,4 @@ def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats
         if progress:
             progress(f"[{n}/{len(case_list)}] {result.ratio:6.3f}  {case.id}  "
                      f"({result.subject_s * 1e3:.3g} ms / {result.reference_s * 1e3:.3g} ms)")
-    return {"schema": SCHEMA, "kind": "conformance.bench", "profile": profile, "device": device,
-            "repeats": repeats, "builds": builds, "sample_s": sample_s, "started": started,
-            "duration_s": round(time.perf_counter() - clock, 1), "env": environment(device),
-            "attempted": [c.id for c in case_list], "entries": entries, "skipped": skipped}
+    return document(True)

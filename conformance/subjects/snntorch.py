@@ -401,16 +401,6 @@ NONE_COMPARE_211 = Known(
           "graph-break:Attempted to call function marked as skipped"))
 
 
-_BUFFER_HOOK = ("with init_hidden the layer assigns its state to registered buffers inside forward (`self.mem = "
-                "...`); torch 2.11's aot_autograd traces that through register_buffer_assignment_hook, a function "
-                "dynamo marks as skipped ('Attempted to call function marked as skipped'); torch 2.13 traces it")
-INIT_HIDDEN_211 = tuple(
-    Known(transform=t, check=c, cause="graph-break:Dynamo developers have intentionally marked that the function  "
-          "register_buffer_a", also=("graph-break:Attempted to call function marked as skipped",),
-          reason=_BUFFER_HOOK, link=f"{SOURCE}/_neurons/leaky.py#L209", device="cuda", torch="2.11*")
-    for t, c in (("compile_aot_eager", "preserves_grad"), ("compile_dynamic", "no_graph_breaks")))
-
-
 def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_map: Mapping[str, str] | None = None,
             known: tuple[Known, ...] = (), returns_state: bool = True) -> Subject:
     # snntorch's default surrogate, atan (spike_grad=None when surrogate_alpha is drawn as None), for every neuron: the
@@ -418,7 +408,7 @@ def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_m
     return Subject(id=f"snntorch.{variant}", spec=spec, build=build,
                    fixed={"time_dim": 0, "surrogate": "atan", **fixed},
                    param_map=dict(param_map or {}), library=LIBRARY, requires=("snntorch",),
-                   known=(INIT_HIDDEN_211 if variant == "Leaky[init_hidden]" else (NONE_COMPARE_211,))
+                   known=(() if variant == "Leaky[init_hidden]" else (NONE_COMPARE_211,))
                    + known + NEURON_KNOWN + (EXPORT_LEAK,) + (PARAM_KNOWN if param_map else ())
                    # the adapter steps the neuron over time; it returns (spk, mem) unless init_hidden
                    + bdpy_stepped(tuple_output=returns_state))

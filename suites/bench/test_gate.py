@@ -4,6 +4,8 @@ real case: a regression is caught, an unchanged run passes, missing and new case
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 
 import pytest
@@ -240,3 +242,25 @@ def test_subject_patterns_match_ids_with_brackets_exactly_or_as_globs():
     assert cases.selected("snntorch.Leaky[subtract]", ["snntorch.Leaky[subtract]"])
     assert not cases.selected("snntorch.Leaky[init_hidden]", ["snntorch.Leaky[subtract]"])
     assert cases.selected("snntorch.Leaky[init_hidden]", ["snntorch.*"]) and cases.selected("x", None)
+
+
+def test_a_run_stopped_by_a_time_limit_keeps_the_cases_it_measured(tmp_path):
+    """`bench run` writes the document after every case ("complete": false): `timeout` killing the GPU run's
+    benchmark stage once lost all of it. The run is killed for real, in a subprocess, after its first case."""
+    pytest.importorskip("snntorch")
+    out = tmp_path / "partial.json"
+    command = [sys.executable, "-m", "conformance.bench", "run", "--profile", "quick", "--quiet", "--out", str(out),
+               "--cases", "snntorch.surrogate.atan|32x4096|forward", "snntorch.surrogate.atan|32x4096|forward+backward",
+               "snntorch.surrogate.sigmoid|32x4096|forward", "--builds", "1", "--repeats", "30", "--sample-s", "0.005"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not out.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        process.kill()
+        process.wait()
+    partial = gate.load(out)
+    assert partial["complete"] is False
+    assert "snntorch.surrogate.atan|32x4096|forward" in partial["entries"]
+    assert len(partial["entries"]) < 3 and len(partial["attempted"]) == 3
