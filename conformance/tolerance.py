@@ -16,7 +16,8 @@ class Tolerance:
     atol: float
     rtol: float
     reason: str = "torch.testing.assert_close default for the dtype"
-    #: atol is relative to the largest expected magnitude (errors that scale with a reduction's operands).
+    #: atol is relative to the largest expected magnitude (errors that scale with a reduction's operands); for
+    #: gradients, the largest of all the module's gradients (checks.check_preserves_grad).
     scaled: bool = False
     #: with ``scaled``, the smallest atol: values below a low-precision format's normal range flush to zero there.
     floor: float = 0.0
@@ -54,10 +55,10 @@ OVERRIDES: dict[tuple[str, str, str], Tolerance] = {
     ("float32", "autocast_bf16", "*"): Tolerance(
         2e-2, 2e-2, "autocast rounds every matmul/conv operand to bfloat16 (8 mantissa bits, 2^-8 = 3.9e-3 relative "
                     "each): the error of a K-term sum scales with its operands, so atol is relative to the largest "
-                    "output; 2e-2 leaves room for ~5 units of bfloat16 rounding", scaled=True),
+                    "output (for gradients: the largest gradient of any tensor, see check_preserves_grad); 2e-2 leaves room for ~5 units of bfloat16 rounding", scaled=True),
     ("float32", "autocast_fp16", "*"): Tolerance(
         4e-3, 4e-3, "autocast rounds every matmul/conv operand to float16 (11 significant bits, 2^-11 = 4.9e-4 "
-                    "relative each): atol relative to the largest output, ~8 units of float16 rounding; at least float16's "
+                    "relative each): atol relative to the largest output (gradients: the largest gradient), ~8 units of float16 rounding; at least float16's "
                     "smallest normal (6.1e-5): smaller values flush to zero in float16 (seen: outputs of 6e-31)",
         scaled=True, floor=float(torch.finfo(torch.float16).tiny)),
 }

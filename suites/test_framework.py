@@ -459,3 +459,26 @@ def test_scaled_tolerance_is_relative_to_the_largest_output():
         compare(torch.zeros(2), tiny, tol=tol, cause="forward-mismatch", what="t")
     with pytest.raises(CheckFailed):
         compare(torch.tensor([1e-4, 0.0]), tiny, tol=floored, cause="forward-mismatch", what="t")
+
+
+def test_mixed_precision_gradients_are_judged_against_the_whole_gradient_flow():
+    """Under autocast a small gradient can be a sum with cancellation of large rounded terms (bitorch QLinear on
+    the H200: d/dx = 0.006 from terms of size 1, off by 0.001 in bfloat16): its atol is relative to the largest
+    gradient of the module. A gradient off by more than that, or any error under a plain tolerance, still fails."""
+    from types import SimpleNamespace
+
+    from conformance.checks import check_preserves_grad
+    from conformance.transforms import Outcome
+
+    ctx = SimpleNamespace(dtype=torch.float32)
+    eager = Outcome(grads={"x": torch.tensor([[0.0060]]), "bias": torch.tensor([0.9, -0.4, 0.3, -0.8])})
+
+    def outcome(dx: float, dbias=(0.9, -0.4, 0.3, -0.8)) -> Outcome:
+        return Outcome(grads={"x": torch.tensor([[dx]]), "bias": torch.tensor(dbias)}, baseline=eager)
+
+    check_preserves_grad(ctx, outcome(0.0049), None, "autocast_bf16")
+    for broken in (outcome(0.03), outcome(0.006, (0.45, -0.2, 0.15, -0.4))):  # beyond 2% of 0.9; half the bias grad
+        with pytest.raises(CheckFailed):
+            check_preserves_grad(ctx, broken, None, "autocast_bf16")
+    with pytest.raises(CheckFailed):
+        check_preserves_grad(ctx, outcome(0.0049), None, "compile_inductor")
