@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import tempfile
 import threading
 import time
 import uuid
@@ -67,6 +68,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="hypothesis profile for cells and suites (also CONFORMANCE_PROFILE; default ci)")
     group.addoption("--cell-timeout", type=float, default=None,
                     help="seconds before a cell is stopped and recorded as timeout (default 300)")
+    group.addoption("--resume", action="store_true",
+                    help="finish a stopped run: cells already recorded in --results-dir by the same suite version, "
+                         "libraries and profile are not run again (crash and timeout cells are)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -84,7 +88,59 @@ def pytest_configure(config: pytest.Config) -> None:
     from hypothesis import settings
 
     settings.load_profile(os.environ["CONFORMANCE_PROFILE"])
+    if config.getoption("--resume") and os.environ.get("PYTEST_XDIST_WORKER") is None:
+        if not config.getoption("--results-dir"):
+            raise pytest.UsageError("--resume needs --results-dir: the directory of the run to finish")
+        # Read once, by the controller, before any worker starts: every worker must collect the same cells while
+        # the run appends to the same directory.
+        done = recorded_cells(Path(os.environ["CONFORMANCE_RESULTS_DIR"]))
+        fd, listing = tempfile.mkstemp(prefix="conformance-resume-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(sorted(done)))
+        os.environ["CONFORMANCE_RESUME_FILE"] = listing
+        config.add_cleanup(lambda: os.unlink(listing) if os.path.exists(listing) else None)
+        print(f"conformance: resuming {os.environ['CONFORMANCE_RESULTS_DIR']}: {len(done)} cell(s) already recorded "
+              "are not run again", flush=True)
     config.pluginmanager.register(Recorder(config), "conformance-recorder")
+
+
+#: What must match for a record to count as done in this run (--resume): the suite, the versions, the profile.
+RESUME_KEYS = ("suite_sha", "python", "torch", "libraries", "hypothesis_profile", "platform", "device_name", "cuda")
+
+
+def recorded_cells(directory: Path) -> set[str]:
+    """Cell ids recorded in ``directory`` by this same environment, except crash and timeout records (worth
+    another try). Records of another suite version or library set make resuming an error, not a silent mix."""
+    from .results import cell_key, environment, iter_records
+
+    if not directory.exists():
+        return set()
+    ours = {key: environment().get(key) for key in RESUME_KEYS}
+    done: set[str] = set()
+    for record in iter_records([directory]):
+        theirs = {key: (record.get("env") or {}).get(key) for key in RESUME_KEYS}
+        if theirs != ours:
+            differ = ", ".join(f"{key} {theirs[key]!r} here vs {ours[key]!r} now" for key in RESUME_KEYS
+                               if theirs[key] != ours[key])
+            raise pytest.UsageError(f"--resume: {directory} holds records of another environment ({differ}); "
+                                    "finish it with that suite and libraries, or start a new --results-dir")
+        if record.get("outcome") not in ("crash", "timeout"):
+            done.add(cell_key(record))
+    return done
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    listing = os.environ.get("CONFORMANCE_RESUME_FILE")
+    if not config.getoption("--resume") or not listing:
+        return
+    done = set(Path(listing).read_text(encoding="utf-8").split("\n")) - {""}
+    keep, skipped = [], []
+    for item in items:
+        cell = cell_from_nodeid(item.nodeid)
+        (skipped if cell is not None and cell.id in done else keep).append(item)
+    if skipped:
+        config.hook.pytest_deselected(items=skipped)
+        items[:] = keep
 
 
 class Recorder:

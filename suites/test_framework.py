@@ -482,3 +482,54 @@ def test_mixed_precision_gradients_are_judged_against_the_whole_gradient_flow():
             check_preserves_grad(ctx, broken, None, "autocast_bf16")
     with pytest.raises(CheckFailed):
         check_preserves_grad(ctx, outcome(0.0049), None, "compile_inductor")
+
+
+def test_resume_finishes_a_stopped_run_without_running_recorded_cells_again(tmp_path):
+    """--resume runs only what a results directory lacks (a crash is worth another try), and refuses a directory
+    recorded under another environment (here: another hypothesis profile) instead of mixing the two."""
+    test_file = tmp_path / "test_resume.py"
+    test_file.write_text(textwrap.dedent("""
+        import os
+        from conformance.api import parametrize_with_checks
+        from conformance.subjects.specs import SpecModule
+        from conformance.types import Subject
+        from reference import quant
+
+        def crash(example):
+            os._exit(7)
+
+        def fine(example):
+            return SpecModule(quant.sign_ste, {}, example.hyper)
+
+        SUBJECTS = [Subject(id=f"framework.{name}", spec="quant.sign_ste", build=build, library="framework",
+                            fixed={"zero_value": 1.0})
+                    for name, build in (("crash", crash), ("fine_a", fine), ("fine_b", fine))]
+
+        @parametrize_with_checks(SUBJECTS, transforms=["eager"])
+        def test_cells(cell, record_cell, cell_watchdog):
+            from conformance.api import check_cell
+            cell_watchdog["cell"] = cell
+            check_cell(cell, record=record_cell)
+    """))
+    results = tmp_path / "results"
+
+    def run(*extra: str, profile: str = "ci") -> subprocess.CompletedProcess:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), CONFORMANCE_PROFILE=profile)
+        return subprocess.run([sys.executable, "-m", "pytest", str(test_file), "-p", "conformance.plugin", "-n", "1",
+                               "-p", "no:cacheprovider", "-q", "--results-dir", str(results),
+                               "-k", "cpu and float32 and forward_matches_spec", *extra],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+
+    run()
+    first = list(iter_records([results]))
+    assert sorted(r["outcome"] for r in first) == ["crash", "pass", "pass"]
+    resumed = run("--resume")
+    assert "2 cell(s) already recorded" in resumed.stdout, resumed.stdout[-2000:]
+    per_cell: dict[str, list[str]] = {}
+    for record in iter_records([results]):
+        per_cell.setdefault(record["subject"], []).append(record["outcome"])
+    assert per_cell == {"framework.crash": ["crash", "crash"], "framework.fine_a": ["pass"],
+                        "framework.fine_b": ["pass"]}
+    other = run("--resume", profile="dev")
+    assert other.returncode == 4 and "another environment" in other.stderr + other.stdout
+    assert "hypothesis_profile 'ci' here vs 'dev' now" in other.stderr + other.stdout
