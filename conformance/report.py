@@ -30,8 +30,8 @@ from typing import Iterable, Sequence
 from tabulate import tabulate
 
 from . import expectations
-from .report_data import (JSON_SCHEMA_VERSION, WORST_FIRST, Diff, Loaded, build_model, diff, group, load,
-                          load_baseline, load_bench, transform_sort_key)
+from .report_data import (JSON_SCHEMA_VERSION, WORST_FIRST, Diff, Loaded, build_model, diff, error_size, group,
+                          load, load_baseline, load_bench, transform_sort_key)
 from .report_html import MEANING, SYMBOLS, render
 from .results import DEFAULT_DIR
 
@@ -131,10 +131,6 @@ def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -
     return "\n".join(out) + "\n"
 
 
-def _err(value: float | None) -> str:
-    return "" if value is None else f"{value:.3g}"
-
-
 def render_agreement_markdown(agreement: list[dict]) -> list[str]:
     """The CPU/CUDA agreement table (``cpu_vs_cuda`` cells): which subjects disagree between devices, by how much."""
     if not agreement:
@@ -144,7 +140,7 @@ def render_agreement_markdown(agreement: list[dict]) -> list[str]:
            f"The same module, parameters and input on both devices: {len(bad)} of {len(agreement)} subject(s) "
            "disagree (or could not be compared).", ""]
     out.append(tabulate([[_md_escape(a["library"]), _md_escape(a["subject"]), f"{SYMBOLS.get(a['worst'], '?')} "
-                          f"{a['worst']}", _err(a["max_abs_err"]), _err(a["max_rel_err"]),
+                          f"{a['worst']}", error_size(a["max_abs_err"]), error_size(a["max_rel_err"]),
                           f"`{_md_escape(a['cause'])}`" if a["cause"] else "",
                           _md_escape((a["message"] or "").splitlines()[0][:160]) if a["message"] else ""]
                          for a in agreement],

@@ -416,3 +416,8 @@ bench: benchmark runs shown beside the matrix (python -m conformance.bench): [{s
   mem_reference (peak bytes of one forward+backward, or null)}]}, skipped: {case: reason}}].
 agreement: CPU/CUDA agreement per subject from the cpu_vs_cuda cells, disagreements first: [{subject, library,
   worst, checks: {check: outcome}, max_abs_err, max_rel_err (largest over its checks, or null), cause, message}]."""
+
+
+def error_size(value: float | None) -> str:
+    """An error size as both reports print it: three significant digits, empty when there is none."""
+    return "" if value is None else f"{value:.3g}"

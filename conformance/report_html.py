@@ -17,7 +17,7 @@ import html
 import json
 import math
 
-from .report_data import WORST_FIRST, Diff, Loaded
+from .report_data import WORST_FIRST, Diff, Loaded, error_size
 
 SYMBOLS = {"pass": "✓", "xfail": "○", "xpass": "★", "fail": "✗", "timeout": "◔", "crash": "☠", "skip": "–"}
 MEANING = {"pass": "matches its spec / property holds", "xfail": "known failure (listed with reason and link)",
@@ -141,15 +141,12 @@ def _agreement_section(agreement: list[dict]) -> str:
     if not agreement:
         return ""
 
-    def number(value: float | None) -> str:
-        return "" if value is None else f"{value:.3g}"
-
     rows = []
     for a in agreement:
         chip = f'<span class="chip o-{e(a["worst"])}">{SYMBOLS.get(a["worst"], "?")} {e(a["worst"])}</span>'
         cause = f"<code>{e(a['cause'])}</code>" if a["cause"] else ""
         rows.append(f"<tr><td>{e(a['library'])}</td><td><code>{e(a['subject'])}</code></td><td>{chip}</td>"
-                    f"<td class=num>{number(a['max_abs_err'])}</td><td class=num>{number(a['max_rel_err'])}</td>"
+                    f"<td class=num>{error_size(a['max_abs_err'])}</td><td class=num>{error_size(a['max_rel_err'])}</td>"
                     f"<td>{cause}</td>"
                     f"<td>{e((a['message'] or '')[:300])}</td></tr>")
     bad = sum(a["worst"] not in ("pass", "skip") for a in agreement)
