@@ -126,8 +126,9 @@ def not_applicable(cell: Cell, subject: Subject, spec: Spec, transform: Transfor
     for key in (f"{cell.transform}:{cell.check}", cell.transform, cell.check):
         if key in subject.not_applicable:
             return subject.not_applicable[key]
-    if transform.id == "cpu_vs_cuda" and "cpu" not in subject.devices:
-        return f"{subject.id} does not run on the CPU here, so there is no CPU result to agree with"
+    if transform.compares_with and transform.compares_with not in subject.devices:
+        where = transform.compares_with.upper()
+        return f"{subject.id} does not run on the {where} here, so there is no {where} result to agree with"
     if spec.fn is None and cell.check in ("forward_matches_spec", "grad_matches_spec"):
         return f"{spec.id} is an opaque model without a spec: judged by what transforms preserve"
     if cell.check in GRADIENT_CHECKS and not spec.differentiable:

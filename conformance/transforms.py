@@ -696,6 +696,8 @@ class Transform:
     requires: tuple[str, ...] = ()
     compiles: bool = False
     devices: tuple[str, ...] = ("cpu", "cuda")
+    #: the device whose result this transform's cells compare with (cpu_vs_cuda: "cpu"), or None
+    compares_with: str | None = None
 
     @property
     def doc(self) -> str:
@@ -738,7 +740,7 @@ TRANSFORMS: tuple[Transform, ...] = (
     Transform("checkpoint", checkpoint, ("preserves_grad", "state_matches_eager")),
     Transform("bdpy_features", bdpy_features, ("hook_capture_intact", "preserves_grad"), requires=("bdpy",)),
     Transform("bdpy_features_detach", bdpy_features_detach, ("hook_capture_intact",), requires=("bdpy",)),
-    Transform("cpu_vs_cuda", cpu_vs_cuda, FORWARD_GRAD, devices=("cuda",)),
+    Transform("cpu_vs_cuda", cpu_vs_cuda, FORWARD_GRAD, devices=("cuda",), compares_with="cpu"),
     Transform("autocast_bf16", autocast_bf16, FORWARD_GRAD, devices=("cuda",)),
     Transform("autocast_fp16", autocast_fp16, FORWARD_GRAD, devices=("cuda",)),
 )

@@ -533,3 +533,19 @@ def test_resume_finishes_a_stopped_run_without_running_recorded_cells_again(tmp_
     other = run("--resume", profile="dev")
     assert other.returncode == 4 and "another environment" in other.stderr + other.stdout
     assert "hypothesis_profile 'ci' here vs 'dev' now" in other.stderr + other.stdout
+
+
+def test_a_comparison_across_devices_is_not_applicable_without_the_other_device():
+    from conformance import registry
+    from conformance.types import Cell, Subject
+
+    spec = registry.specs()["quant.sign_ste"]
+    transform = registry.transforms()["cpu_vs_cuda"]
+    cuda_only = Subject("framework.cuda_only", spec.id, lambda example: None, library="framework",
+                        devices=("cuda",))
+    both = Subject("framework.both", spec.id, lambda example: None, library="framework")
+    cell = Cell("framework.cuda_only", "cpu_vs_cuda", "preserves_forward", "cuda")
+    reason = registry.not_applicable(cell, cuda_only, spec, transform)
+    assert reason and "no CPU result to agree with" in reason
+    assert registry.not_applicable(cell, both, spec, transform) is None
+    assert registry.not_applicable(cell, cuda_only, spec, registry.transforms()["eager"]) is None
