@@ -202,20 +202,30 @@ def diff_summary(the_diff: Diff) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ running
-def run_matrix(results_dir: Path, run_cmd: Sequence[str] | str | None = None) -> int:
+#: Present in a results directory while the matrix run that fills it has not finished (a killed run keeps it).
+RUNNING_MARKER = ".matrix-run-unfinished"
+
+
+def run_matrix(results_dir: Path, run_cmd: Sequence[str] | str | None = None, *, resume: bool = False) -> int:
     """Run the default matrix (or ``run_cmd``) writing records into ``results_dir``; pytest prints progress.
 
     ``{python}`` and ``{results_dir}`` in the command are substituted; a command without ``{results_dir}``
-    gets ``--results-dir DIR`` appended.
+    gets ``--results-dir DIR`` appended. With ``resume`` the default command gets ``--resume``: it finishes the
+    run a kill interrupted (``RUNNING_MARKER`` left in ``results_dir``) instead of starting again.
     """
     template = run_cmd if run_cmd is not None else DEFAULT_RUN
     words = shlex.split(template) if isinstance(template, str) else list(template)
     if not any("{results_dir}" in w for w in words):
         words += ["--results-dir", "{results_dir}"]
+    if resume and run_cmd is None:
+        words.append("--resume")
     words = [w.replace("{python}", sys.executable).replace("{results_dir}", str(results_dir)) for w in words]
-    print(f"conformance.report: no recorded results; running the matrix:\n  {shlex.join(words)}", flush=True)
+    why = "finishing the interrupted matrix run" if resume else "no recorded results; running the matrix"
+    print(f"conformance.report: {why}:\n  {shlex.join(words)}", flush=True)
     sys.stderr.flush()
     results_dir.mkdir(parents=True, exist_ok=True)
+    marker = results_dir / RUNNING_MARKER
+    marker.touch()
     started = time.monotonic()
     try:
         # Inherit stdout/stderr: pytest's own progress streams straight to the terminal.
@@ -223,6 +233,8 @@ def run_matrix(results_dir: Path, run_cmd: Sequence[str] | str | None = None) ->
     except OSError as exc:
         print(f"conformance.report: cannot run {words[0]!r}: {exc}", file=sys.stderr)
         return 127
+    if rc in (0, 1):  # pytest ran every cell (1: some failed); anything else leaves the run to be finished
+        marker.unlink(missing_ok=True)
     print(f"conformance.report: matrix run finished (exit {rc}) in {time.monotonic() - started:.0f} s", flush=True)
     return rc
 
@@ -283,12 +295,16 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
     paths = [Path(p) for p in args.results] if args.results else default_results()
     started = time.perf_counter()
     loaded = load(paths)
-    if not loaded.rows and not args.no_run:
-        target = next((p for p in paths if p.is_dir() or not p.suffix), DEFAULT_DIR)
+    target = next((p for p in paths if p.is_dir() or not p.suffix), DEFAULT_DIR)
+    interrupted = (target / RUNNING_MARKER).exists()
+    if (not loaded.rows or interrupted) and not args.no_run:
         paths += [] if target in paths else [target]
-        run_matrix(target, args.run_cmd if args.run_cmd is not None else run_cmd)
+        run_matrix(target, args.run_cmd if args.run_cmd is not None else run_cmd, resume=interrupted)
         started = time.perf_counter()
         loaded = load(paths)
+    elif interrupted:
+        print(f"conformance.report: the matrix run into {target} did not finish: the report shows the cells it "
+              "recorded (run without --no-run to finish it)", file=sys.stderr)
     for problem in loaded.problems:
         print(f"conformance.report: skipped {problem}", file=sys.stderr)
     if not loaded.rows:

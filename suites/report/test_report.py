@@ -347,3 +347,28 @@ def test_twenty_thousand_checks_render_fast_and_small(tmp_path, out_dir):
     assert elapsed < 60.0, "pathologically slow render"
     assert size < 5_000_000
     assert len(read_json(out_dir / "matrix.json")["checks"]) == 20_000
+
+
+def test_a_killed_matrix_run_is_finished_by_the_next_report_not_shown_as_complete(tmp_path, out_dir, monkeypatch,
+                                                                                   capfd):
+    results = tmp_path / "results"
+    calls = []
+
+    def killed_then_finished(words):
+        calls.append(words)
+        if len(calls) == 1:  # the first run records one cell, then is killed
+            write(results / "gw0.jsonl", [record("stub.A", "eager", "c", "pass")])
+            return -9
+        write(results / "gw1.jsonl", [record("stub.A", "vmap", "c", "pass")])
+        return 0
+
+    monkeypatch.setattr(report.subprocess, "call", killed_then_finished)
+    assert main(["--results", str(results), "--out", str(out_dir), "--quiet"]) == 0
+    assert (results / report.RUNNING_MARKER).exists() and "--resume" not in calls[0]
+    assert main(["--results", str(results), "--out", str(out_dir), "--quiet", "--no-run"]) == 0
+    assert "did not finish" in capfd.readouterr().err and len(calls) == 1
+    assert main(["--results", str(results), "--out", str(out_dir), "--quiet"]) == 0
+    assert calls[1][-1] == "--resume" and "finishing the interrupted matrix run" in capfd.readouterr().out
+    assert not (results / report.RUNNING_MARKER).exists()
+    assert len(read_json(out_dir / "matrix.json")["checks"]) == 2
+    assert main(["--results", str(results), "--out", str(out_dir), "--quiet"]) == 0 and len(calls) == 2
