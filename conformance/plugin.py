@@ -88,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from hypothesis import settings
 
     settings.load_profile(os.environ["CONFORMANCE_PROFILE"])
-    if config.getoption("--resume") and os.environ.get("PYTEST_XDIST_WORKER") is None:
+    if config.getoption("--resume") and not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         if not config.getoption("--results-dir"):
             raise pytest.UsageError("--resume needs --results-dir: the directory of the run to finish")
         # Read once, by the controller, before any worker starts: every worker must collect the same cells while

@@ -514,7 +514,8 @@ def test_resume_finishes_a_stopped_run_without_running_recorded_cells_again(tmp_
     results = tmp_path / "results"
 
     def run(*extra: str, profile: str = "ci") -> subprocess.CompletedProcess:
-        env = dict(os.environ, PYTHONPATH=str(ROOT), CONFORMANCE_PROFILE=profile)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "CONFORMANCE_"))}
+        env.update(PYTHONPATH=str(ROOT), CONFORMANCE_PROFILE=profile)
         return subprocess.run([sys.executable, "-m", "pytest", str(test_file), "-p", "conformance.plugin", "-n", "1",
                                "-p", "no:cacheprovider", "-q", "--results-dir", str(results),
                                "-k", "cpu and float32 and forward_matches_spec", *extra],
