@@ -79,6 +79,7 @@ class TransformFailed(Exception):
         super().__init__(f"{stage}: {type(error).__name__}: {error}")
         self.stage = stage
         self.error = error
+        self.process_leaks: list[str] = []  # process-wide state it left behind (conformance.isolation)
 
 
 # (pattern over "ExceptionType: message", cause), first match wins.

@@ -20,7 +20,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from . import registry
+from . import isolation, registry
 from .causes import CheckFailed, TransformFailed, classify
 from .checks import CHECKS, Truth, spec_truth
 from .results import NO_DEVICE, CellResult
@@ -107,15 +107,33 @@ def round_through(example: Example, dtype: torch.dtype) -> Example:
     return Example(rounded(example.x), {k: rounded(v) for k, v in example.params.items()}, dict(example.hyper))
 
 
+#: Where outcome_for reports process-wide state it had to put back, for the cell being run (run_cell sets it).
+_UNDONE: list[str] | None = None
+
+
 def outcome_for(cell: Cell, ctx: Context, key: str) -> Outcome:
+    """The transform's outcome for this example (computed once for every check). Process-wide state the transform
+    left behind is put back (conformance.isolation); what had to be undone goes to the outcome's leaks and to the
+    cell's record."""
     cache_key = (cell.subject, cell.transform, cell.device, cell.dtype, key)
     cached = _OUTCOMES.get(cache_key)
     if cached is None:
+        before = isolation.snapshot()
         try:
             cached = registry.transforms()[cell.transform].fn(ctx)
         except TransformFailed as failure:
             cached = failure
+        finally:
+            left_behind = isolation.restore(before)
+        if isinstance(cached, Outcome):
+            cached.info["process_leaks"] = left_behind
+            cached.info["leaks"] = [*cached.info.get("leaks", []), *left_behind]
+        else:
+            cached.process_leaks = left_behind
         _remember(_OUTCOMES, cache_key, cached)
+    if _UNDONE is not None:
+        found = cached.info["process_leaks"] if isinstance(cached, Outcome) else cached.process_leaks
+        _UNDONE.extend(line for line in found if line not in _UNDONE)
     if isinstance(cached, TransformFailed):
         raise TransformFailed(cached.stage, cached.error) from cached.error
     return cached
@@ -167,6 +185,8 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     examples = options["compile_examples"] if transform.compiles else options["max_examples"]
     examples = max(1, round(examples * subject.examples_scale.get(cell.device, 1.0)))
 
+    # hypothesis derives the derandomized seed from this function's source: an edit to cell_property draws other
+    # examples in every cell (and can move the recorded results), so per-cell bookkeeping lives outside it.
     @settings(max_examples=examples,
               phases=phases,
               derandomize=options["derandomize"], deadline=None, print_blob=False,
@@ -187,7 +207,9 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     # Same examples for every check and transform of a subject: outcomes and spec answers are reused.
     cell_property._hypothesis_internal_add_digest = f"{cell.subject}|{cell.device}|{cell.dtype}".encode()
 
+    global _UNDONE
     error: BaseException | None = None
+    _UNDONE = undone = []
     with _compile_settings(transform.compiles):
         try:
             with time_limit(timeout_s), stable_draws():
@@ -199,7 +221,11 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
                               duration_s=time.perf_counter() - started)
         except Exception as raised:  # noqa: BLE001 - every library error is a finding
             error = _unwrap(raised)
+        finally:
+            _UNDONE = None
     result = _result(error, state, time.perf_counter() - started)
+    if undone:
+        result.extra["process_state_restored"] = undone
     return _apply_known(result, known)
 
 

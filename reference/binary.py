@@ -167,7 +167,12 @@ class BieBinaryConv2dFunction(torch.autograd.Function):
         if padding:
             xb = F.pad(xb, (padding,) * 4, value=pad_value)
         out = F.conv2d(xb, _sign(weight.to(x.dtype), zero_value), stride=stride, dilation=dilation)
-        return (out * (scale_a * scale_w)).to(x.dtype)
+        out = out * (scale_a * scale_w)
+        # Cast only when needed: a same-dtype .to() returns an alias of the intermediate, and torch 2.11's compiled
+        # autograd.Function then routes the incoming gradient to the wrong output slot: d/dx all zeros under
+        # torch.compile (aot_eager and inductor, CPU and CUDA; measured on the H200; torch 2.13 is right). Same
+        # family as pytorch/pytorch#180642 (an alias of an intermediate returned from forward).
+        return out if out.dtype == x.dtype else out.to(x.dtype)
 
     @staticmethod
     def setup_context(ctx, inputs, output):

@@ -171,6 +171,15 @@ class _Doubler(nn.Module):
         return x * 2.0
 
 
+class LeavesGlobalHook(nn.Module):
+    """Installs a process-wide forward hook on every call and never removes it (a profiling hook left behind, or
+    torch 2.11's failed export): every later module in the process runs it."""
+
+    def forward(self, x):
+        nn.modules.module.register_module_forward_hook(lambda module, args, out: None)
+        return quant.sign_ste(x, zero_value=1.0)
+
+
 class OverwritesHookedOutput(nn.Module):
     """A submodule's output is modified in place afterwards (what ReLU(inplace=True) does to hooked features)."""
 
@@ -294,6 +303,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "eager", "deterministic", "nondeterministic", "membrane kept between calls"),
     Mutant(_subject("stores_input", "quant.sign_ste", lambda ex: StoresInput(), fixed=_SIGN),
            "vmap", "no_state_leak", "state-leak", "hidden state mutated under vmap (batched tensor left behind)"),
+    Mutant(_subject("leaves_global_hook", "quant.sign_ste", lambda ex: LeavesGlobalHook(), fixed=_SIGN),
+           "functional_call", "no_state_leak", "state-leak", "a global module hook installed and left behind"),
     Mutant(_subject("overwrites_hooked_output", "quant.sign_ste", lambda ex: OverwritesHookedOutput(), fixed=_SIGN),
            "forward_hooks", "hook_capture_intact", "hook-capture-mutated", "a hooked submodule's output is "
            "overwritten in place"),

@@ -7,7 +7,7 @@ import torch
 from conformance import registry
 from conformance.checks import CHECKS
 from conformance.runner import run_cell
-from conformance.types import Cell
+from conformance.types import Cell, Subject
 
 from .mutants import MUTANTS
 
@@ -40,3 +40,40 @@ def test_every_mutant_transform_and_check_exist():
     transforms = registry.transforms()
     for m in MUTANTS:
         assert m.check in transforms[m.transform].checks, f"{m.subject.id}: {m.transform} has no check {m.check}"
+
+
+def test_a_global_hook_left_behind_is_removed_before_the_next_cell():
+    """Cells share a worker: a hook a transform leaves installed must not change a later cell's outcome (torch 2.11's
+    failed export left one that turned snntorch's compile cells into graph breaks). The leaking cell fails
+    no_state_leak, its record says what was undone, and the process is back as it was."""
+    hooks = torch.nn.modules.module._global_forward_hooks
+    before = dict(hooks)
+    leaky = run_cell(Cell("mutant.leaves_global_hook", "functional_call", "no_state_leak", "cpu", "float32"))
+    assert leaky.outcome == "fail" and leaky.cause == "state-leak", leaky.message
+    assert "_global_forward_hooks" in leaky.message
+    assert any("_global_forward_hooks" in line for line in leaky.extra["process_state_restored"])
+    assert dict(hooks) == before
+    # a check that does not look at leaks still passes, and still records what the harness undid
+    same_outcome = run_cell(Cell("mutant.leaves_global_hook", "functional_call", "preserves_forward", "cpu", "float32"))
+    assert same_outcome.outcome == "pass", same_outcome.message
+    assert same_outcome.extra["process_state_restored"]
+    assert dict(hooks) == before
+
+
+def test_a_failed_transform_that_leaves_state_behind_is_recorded_and_undone():
+    from conformance import isolation
+
+    class Raises(torch.nn.Module):
+        def forward(self, x):
+            torch.nn.modules.module.register_module_buffer_registration_hook(lambda m, name, buf: buf)
+            torch.set_grad_enabled(False)
+            raise RuntimeError("tracing failed half-way")
+
+    registry.register(Subject(id="mutant.raises_after_leaking", spec="quant.sign_ste", build=lambda ex: Raises(),
+                              fixed={"zero_value": 1.0}, library="mutants"))
+    before = isolation.snapshot()
+    result = run_cell(Cell("mutant.raises_after_leaking", "eager", "forward_matches_spec", "cpu", "float32"))
+    assert result.outcome == "fail" and "tracing failed half-way" in result.message
+    undone = result.extra["process_state_restored"]
+    assert any("_global_buffer_registration_hooks" in line for line in undone) and "grad mode left off" in undone
+    assert isolation.restore(before) == [] and torch.is_grad_enabled()
