@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from .report_data import left_behind
 from .results import iter_records, latest_by_cell
 
 FAILING = ("fail", "xfail", "xpass", "crash", "timeout")
@@ -62,6 +63,10 @@ def render(library: str, records: list[dict]) -> str:
         message = (first.get("message") or "").strip().splitlines()
         if message:
             lines += ["```", *[m[:160] for m in message[:6]], "```", ""]
+        undone = sorted({line for r in recs for line in left_behind(r)})
+        if undone:
+            lines += ["Left behind in the worker process (the harness undid it before the next cell; in a user's "
+                      "process it stays and changes what runs next):", "", *[f"- `{line}`" for line in undone], ""]
         if first.get("example"):
             lines += [f"Minimal example: `{first['example'][:300]}`", ""]
         lines += ["Reproduce:", "", "```bash", first.get("reproduce", ""), "```", ""]

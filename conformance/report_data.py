@@ -86,6 +86,9 @@ def normalise(record: dict) -> dict:
     for key in ("message", "reproduce"):
         value = row.get(key)
         row[key] = "" if value is None else str(value)
+    undone = left_behind(record)
+    if undone:  # shown with the message: a finding about the library/torch even when the cell itself passed
+        row["message"] = (row["message"] + "\n" if row["message"] else "") + LEFT_BEHIND + "; ".join(undone)
     known = row.get("known")
     row["known"] = {k: (None if known.get(k) is None else str(known.get(k))) for k in ("reason", "link", "cause")} \
         if isinstance(known, dict) else None
@@ -94,6 +97,16 @@ def normalise(record: dict) -> dict:
     row["env_key"] = json.dumps(row["env"], sort_keys=True)  # computed once: environments are deduplicated by it
     row["id"] = cell_key(row)
     return row
+
+
+LEFT_BEHIND = "left behind in the worker process (undone before the next cell): "
+
+
+def left_behind(record: dict) -> list[str]:
+    """What the cell's transform left in process-wide state (conformance.isolation), as recorded."""
+    extra = record.get("extra")
+    lines = extra.get("process_state_restored") if isinstance(extra, dict) else None
+    return [str(line) for line in lines] if isinstance(lines, list) else []
 
 
 @dataclass

@@ -395,10 +395,8 @@ _GB_NONTENSOR = "graph-break:torch.  ops that return a non-Tensor cannot be trac
 NONE_COMPARE_211 = Known(
     transform="compile_*", cause=_GB_NONTENSOR, reason=_NONE_COMPARE, link=f"{SOURCE}/_neurons/leaky.py#L198",
     device="cuda", torch="2.11*",
-    also=("graph-break:torch.  op returned non-Tensor",
-          # RSynaptic's reset_delay=False branch reaches a buffer assignment dynamo 2.11 marks as skipped first
-          "graph-break:Dynamo developers have intentionally marked that the function  register_buffer_a",
-          "graph-break:Attempted to call function marked as skipped"))
+    # the no_graph_breaks cells name the break by dynamo's short reason
+    also=("graph-break:torch.  op returned non-Tensor",))
 
 
 def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_map: Mapping[str, str] | None = None,

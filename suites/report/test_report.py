@@ -216,6 +216,25 @@ def test_recorded_strings_cannot_inject_markup(write_records, out_dir):
     assert "<lambda>" not in md and "&lt;lambda&gt;" in md
 
 
+def test_state_a_transform_left_in_the_process_is_shown_with_the_cell_escaped(write_records, out_dir, tmp_path):
+    from conformance import libdocs
+
+    hook = "global hook left installed in torch.nn.modules.module._global_forward_hooks: <lambda>"
+    results = write_records([
+        record("lib.Leaky", "export", "preserves_forward", "fail", cause="export-failed", message="export failed",
+               extra={"process_state_restored": [hook]}),
+        record("lib.Leaky", "eager", "forward_matches_spec", "pass")])
+    assert render(results, out_dir) == 0
+    html = (out_dir / "matrix.html").read_text()
+    assert "<lambda>" not in html
+    data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html,
+                                re.S).group(1))
+    assert "export failed\n" + report_data.LEFT_BEHIND + hook in data["strings"]
+    assert libdocs.main(["--results", str(results), "--out", str(tmp_path / "docs")]) == 0
+    page = (tmp_path / "docs" / "lib.md").read_text()
+    assert "Left behind in the worker process" in page and f"- `{hook}`" in page
+
+
 def test_cpu_cuda_agreement_names_the_disagreeing_subjects_and_by_how_much(write_records, out_dir):
     evil = "<img src=x onerror=alert(1)> differs"
     results = write_records([
