@@ -21,16 +21,24 @@ def pack_signs_kernel(x_ptr, out_ptr, R, L, W, stride_xr, stride_or,
     pid_w = tl.program_id(1)
     rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
     words = pid_w * BLOCK_W + tl.arange(0, BLOCK_W)
-    word = tl.full((BLOCK_R, BLOCK_W), 0, dtype=tl.int32)
-    for j in tl.static_range(32):
-        cols = words[None, :] * 32 + j
-        x = tl.load(x_ptr + rows[:, None] * stride_xr + cols, mask=(rows[:, None] < R) & (cols < L), other=0.0)
-        bit = tl.where(x > 0, 1, tl.where(x < 0, 0, ZERO_BIT))
-        bit = tl.where(cols < L, bit, PAD_BIT).to(tl.int32)
-        if MSB:
-            word = word | (bit << (31 - j))
-        else:
-            word = word | (bit << j)
+    # the block's 32 elements of every word at once: [BLOCK_R, BLOCK_W, 32] (each word's 32 floats are contiguous)
+    j = tl.arange(0, 32)
+    cols = words[None, :, None] * 32 + j[None, None, :]
+    row = rows[:, None, None]
+    x = tl.load(x_ptr + row * stride_xr + cols, mask=(row < R) & (cols < L), other=0.0)
+    bit = tl.where(x > 0, 1, tl.where(x < 0, 0, ZERO_BIT))
+    bit = tl.where(cols < L, bit, PAD_BIT).to(tl.int32)
+    if MSB:
+        bits = bit << (31 - j)[None, None, :]
+    else:
+        bits = bit << j[None, None, :]
+    # OR the 32 disjoint bits into the word: five halvings of the last axis (no tl.sum or tl.reduce: see the module doc)
+    lo, hi = tl.split(tl.reshape(bits, (BLOCK_R, BLOCK_W, 16, 2)))
+    lo, hi = tl.split(tl.reshape(lo | hi, (BLOCK_R, BLOCK_W, 8, 2)))
+    lo, hi = tl.split(tl.reshape(lo | hi, (BLOCK_R, BLOCK_W, 4, 2)))
+    lo, hi = tl.split(tl.reshape(lo | hi, (BLOCK_R, BLOCK_W, 2, 2)))
+    lo, hi = tl.split(tl.reshape(lo | hi, (BLOCK_R, BLOCK_W, 1, 2)))
+    word = tl.reshape(lo | hi, (BLOCK_R, BLOCK_W))
     keep = (rows[:, None] < R) & (words[None, :] < W)
     tl.store(out_ptr + rows[:, None] * stride_or + words[None, :], word, mask=keep)
 
