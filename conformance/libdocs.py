@@ -50,7 +50,9 @@ def render(library: str, records: list[dict]) -> str:
     if not groups:
         lines += ["Nothing: every cell that ran passed.", ""]
     for (subject, cause, reason), recs in sorted(groups.items()):
-        first = recs[0]
+        # the cell shown is chosen by its id, not by the order the workers happened to record in: the page of
+        # an unchanged result does not change between runs
+        first = min(recs, key=lambda r: (r["device"] != "cpu", r["transform"], r["check"], r["dtype"]))
         cells = sorted({f"{r['transform']}/{r['check']}/{r['device']}/{r['dtype']}" for r in recs})
         link = (first.get("known") or {}).get("link")
         lines += [f"### {subject}: `{cause or first['outcome']}`", ""]

@@ -505,8 +505,11 @@ def _compile_transform(name: str, backend: str, dynamic: bool | None, *, explain
                 compiled = torch.compile(module, fullgraph=True, backend=backend, dynamic=dynamic)
             result = run_forward_backward(ctx, compiled, module, name=name)
             if dynamic:
-                # A second batch size must run through the same dynamic graph.
+                # A second batch size must run through the same dynamic graph (after a batch of 1, which dynamo
+                # always specializes, it is compiled here). The input is given the first call's requires_grad: a
+                # mismatch is a guard failure of its own, which made every example compile a second graph.
                 x2 = torch.cat([ctx.input(), ctx.input()], dim=ctx.batch_dim)
+                x2 = x2.requires_grad_(ctx.differentiable and x2.is_floating_point())
                 with stage(name):
                     y2 = compiled(x2).detach()
                 result.info["second_shape"] = (y2, eager(ctx, x=x2).y)
