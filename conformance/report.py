@@ -22,7 +22,6 @@ import os
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -30,6 +29,8 @@ from typing import Iterable, Sequence
 from tabulate import tabulate
 
 from . import expectations
+# atomic_write is re-exported for conformance.bench.gate, which imports it from here (until it imports fileio).
+from .fileio import atomic_write, atomic_write_many
 from .report_data import (JSON_SCHEMA_VERSION, WORST_FIRST, Diff, Loaded, build_model, diff, error_size, group,
                           load, load_baseline, load_bench, transform_sort_key)
 from .report_html import MEANING, SYMBOLS, render
@@ -38,31 +39,6 @@ from .results import DEFAULT_DIR
 DEFAULT_OUT = Path("reports")
 DEFAULT_RUN = ("{python} -m pytest suites/test_matrix.py -n auto --dist loadgroup -p no:cacheprovider -q "
                "--results-dir {results_dir}")
-
-
-# ------------------------------------------------------------------------------------------------ writing
-def atomic_write(path: Path | str, content: str | Iterable[str]) -> None:
-    """Write ``content`` to ``path`` through a temporary file in the same directory and ``os.replace``.
-
-    Readers see the old file or the complete new one; on any error nothing is left behind.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            for chunk in [content] if isinstance(content, str) else content:
-                handle.write(chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are meant to be read by others
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 # ---------------------------------------------------------------------------------------------- markdown
