@@ -1,37 +1,85 @@
 """Re-run one cell alone and show what it found: ``python -m conformance.cell 'subject|transform|check|device|dtype'``.
 
-This is the reproduce command printed in every record. With ``--trace`` the full traceback of the finding is shown.
+This is the reproduce command printed in every record and failure. Subjects that a test suite declared (through
+``conformance.api.parametrize_with_checks``) are loaded from the file or module named by ``--load``, as the
+recorded command does. Exit status: 0 pass, xfail or skip; 1 any other outcome; 2 bad usage.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import sys
+from pathlib import Path
 
-from .plugin import configure_process
+from .settings import PROFILES, UsageError, configure_process, profile_name
+from .textsafe import terminal_safe
+
+
+def load_subjects(where: str) -> None:
+    """Import ``where`` (``path/to/file.py`` or ``package.module``, optionally ``:object``) so that the subjects it
+    declares are registered; an ``object`` that is a Subject, an iterable of them or a callable returning them is
+    registered too."""
+    from . import registry
+    from .types import Subject
+
+    target, _, name = where.partition(":") if not Path(where).is_file() else (where, "", "")
+    if target.endswith(".py") or Path(target).is_file():
+        path = Path(target)
+        if not path.is_file():
+            raise UsageError(f"--load {where!r}: no such file")
+        sys.path.insert(0, str(path.resolve().parent))
+        spec = importlib.util.spec_from_file_location(f"_conformance_loaded_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:  # noqa: BLE001 - the user's file
+            raise UsageError(f"--load {where!r} failed: {type(error).__name__}: {error}") from None
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as error:
+            raise UsageError(f"--load {where!r}: cannot import {target!r}: {error}") from None
+    if not name:
+        return
+    if not hasattr(module, name):
+        raise UsageError(f"--load {where!r}: {target!r} has no {name!r}")
+    found = getattr(module, name)
+    found = found() if callable(found) and not isinstance(found, Subject) else found
+    for subject in [found] if isinstance(found, Subject) else list(found):
+        if not isinstance(subject, Subject):
+            raise UsageError(f"--load {where!r}: {type(subject).__name__} is not a conformance.types.Subject")
+        registry.register(subject, origin=where)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.cell", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m conformance.cell", description=__doc__.split("\n\n")[0])
     parser.add_argument("cell", help="cell id: subject|transform|check|device|dtype")
-    parser.add_argument("--profile", choices=["ci", "dev", "thorough"], default=None)
+    parser.add_argument("--profile", choices=list(PROFILES), default=None,
+                        help="hypothesis profile (default: CONFORMANCE_PROFILE, else ci)")
+    parser.add_argument("--load", action="append", default=[], metavar="FILE_OR_MODULE[:OBJECT]",
+                        help="import this first: a test file or module that declares the subject (repeatable)")
     args = parser.parse_args(argv)
-    configure_process()
-    from . import registry
+    try:
+        profile = args.profile or profile_name()
+        configure_process()
+        from . import registry
+
+        for where in args.load:
+            load_subjects(where)
+        cell = registry.parse_cell_id(args.cell)
+        registry.check_cell_exists(cell)
+    except UsageError as error:
+        print(f"python -m conformance.cell: {terminal_safe(error, one_line=True)}", file=sys.stderr)
+        return 2
     from .runner import run_cell
 
-    try:
-        cell = registry.parse_cell_id(args.cell)
-    except ValueError as error:
-        parser.error(str(error))
-    if cell.subject not in registry.subjects():
-        parser.error(f"unknown subject {cell.subject!r}")
-    if cell.transform not in registry.transforms():
-        parser.error(f"unknown transform {cell.transform!r}")
-    result = run_cell(cell, profile=args.profile)
-    print(json.dumps({k: v for k, v in vars(result).items() if k != "message"}, indent=2, default=str))
-    print(result.message)
+    result = run_cell(cell, profile=profile)
+    shown = {k: v for k, v in vars(result).items() if k != "message"}
+    print(terminal_safe(json.dumps(shown, indent=2, default=str, ensure_ascii=False)))
+    print(terminal_safe(result.message))
     return 0 if result.outcome in ("pass", "xfail", "skip") else 1
 
 

@@ -62,3 +62,96 @@ def restore(before: Snapshot) -> list[str]:
         undone.append(f"default dtype left as {torch.get_default_dtype()}")
         torch.set_default_dtype(before.default_dtype)
     return undone
+
+
+# ------------------------------------------------------------------------------------------ a cell in a child
+@dataclass(frozen=True)
+class ChildEnd:
+    """How a forked child ended: ``value`` when it returned, else why it did not (``crash`` or ``timeout``)."""
+
+    value: object = None
+    ended: str = "returned"  # "returned", "crash", "timeout"
+    detail: str = ""
+
+
+def can_fork(device: str) -> bool:
+    """Whether a cell on ``device`` can run in a forked child here: a POSIX fork, a CPU cell (CUDA cannot be used
+    in a child forked from a process that touched it, and the driver may already be loaded)."""
+    import os
+
+    return hasattr(os, "fork") and device == "cpu" and not torch.cuda.is_initialized()
+
+
+def run_forked(fn, *, timeout_s: float) -> ChildEnd:
+    """Call ``fn()`` in a forked child and return its picklable result. A child that dies (``os._exit``, a
+    signal, an abort in C) is a ``crash``; one still running after ``timeout_s`` (a hang in C code, which no
+    in-process alarm reaches) is killed and is a ``timeout``. The parent is never at risk."""
+    import os
+    import pickle
+    import select
+    import signal
+    import sys
+    import time
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, send the pickled result, leave without running the parent's exit handlers
+        os.close(read_end)
+        status = 0
+        try:
+            try:
+                payload = pickle.dumps(("returned", fn()))
+            except BaseException as error:  # noqa: BLE001 - reported to the parent, which raises it
+                import traceback
+
+                payload = pickle.dumps(("raised", "".join(traceback.format_exception(error))))
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(write_end, view):]
+        except BaseException:  # noqa: BLE001 - nothing sensible is left to do in the child
+            status = 70
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+    os.close(write_end)
+    chunks, deadline, timed_out = [], time.monotonic() + timeout_s, False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([read_end], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(read_end, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        if timed_out:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    if timed_out:
+        return ChildEnd(ended="timeout", detail=f"still running after {timeout_s:g} s: the child process was killed")
+    if chunks:
+        try:
+            kind, value = pickle.loads(b"".join(chunks))
+        except Exception:  # noqa: BLE001 - a torn result is a death, reported below
+            kind, value = None, None
+        if kind == "returned":
+            return ChildEnd(value=value)
+        if kind == "raised":
+            raise RuntimeError(f"the cell raised in its child process:\n{value}")
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return ChildEnd(ended="crash", detail=f"the cell's process was killed by {name}")
+    return ChildEnd(ended="crash", detail=f"the cell's process exited with code {os.WEXITSTATUS(status)} "
+                                          "before it returned a result")

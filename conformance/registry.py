@@ -16,10 +16,12 @@ from typing import Iterable, Iterator
 import torch
 
 from .checks import CHECKS, GRADIENT_CHECKS
+from .settings import UsageError
 from .transforms import TRANSFORMS, Transform
 from .types import Cell, Known, Spec, Subject
 
 ENTRY_POINT_GROUP = "conformance.subjects"
+
 
 def subject_modules() -> list[str]:
     """Every module of ``conformance.subjects``: each exposes ``subjects() -> Iterable[Subject]``. Importing one
@@ -53,27 +55,53 @@ def subjects() -> dict[str, Subject]:
     found: dict[str, Subject] = {}
     for subject in _declared_subjects():
         if subject.id in found:
-            raise ValueError(f"duplicate subject id {subject.id!r}")
-        if subject.spec not in specs():
-            raise ValueError(f"subject {subject.id!r} claims unknown spec {subject.spec!r}")
+            raise UsageError(f"duplicate subject id {subject.id!r}")
+        validate(subject)
         found[subject.id] = subject
     return found
 
 
 #: Subjects registered at run time by a library's own test suite (see conformance.api.parametrize_with_checks).
 _REGISTERED: dict[str, Subject] = {}
+#: Where a registered subject is defined, as ``python -m conformance.cell --load`` takes it (a file or module).
+_ORIGINS: dict[str, str] = {}
 
 
-def register(subject: Subject) -> Subject:
-    """Add a subject outside the declared modules (a third-party test suite's own layers)."""
+def register(subject: Subject, *, origin: str | None = None) -> Subject:
+    """Add a subject outside the declared modules (a third-party test suite's own layers). ``origin`` is where it
+    is defined (a ``.py`` file or an importable module, optionally ``:object``): the reproduce command of its
+    cells loads it from there."""
     existing = subjects().get(subject.id)
     if existing is not None and existing is not subject:
-        raise ValueError(f"a different subject with id {subject.id!r} is already registered")
-    if subject.spec not in specs():
-        raise ValueError(f"subject {subject.id!r} claims unknown spec {subject.spec!r}; known: {sorted(specs())}")
+        raise UsageError(f"a different subject with id {subject.id!r} is already registered")
+    validate(subject)
     _REGISTERED[subject.id] = subject
     subjects()[subject.id] = subject
+    if origin:
+        _ORIGINS[subject.id] = origin
     return subject
+
+
+def origin(subject_id: str) -> str | None:
+    """Where a subject registered at run time is defined (None for declared and entry-point subjects, which
+    every process finds by itself)."""
+    return _ORIGINS.get(subject_id)
+
+
+def validate(subject: Subject) -> None:
+    """Reject a malformed declaration when it is declared, not cell by cell at run time: an id that cannot be a
+    matrix coordinate, an unknown spec, a ``fixed`` key the spec does not have."""
+    if not isinstance(subject.id, str) or not subject.id.strip() or subject.id != subject.id.strip():
+        raise UsageError(f"subject id {subject.id!r} must be a non-empty string without surrounding whitespace")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in subject.id):
+        raise UsageError(f"subject id {subject.id!r} contains a control character")
+    if subject.spec not in specs():
+        raise UsageError(f"subject {subject.id!r} claims unknown spec {subject.spec!r}; known: "
+                         f"{', '.join(sorted(specs()))}")
+    try:
+        specs()[subject.spec].examples(**subject.fixed)
+    except (TypeError, ValueError) as error:
+        raise UsageError(f"subject {subject.id!r}: {error}") from None
 
 
 def _declared_subjects() -> Iterator[Subject]:
@@ -87,7 +115,17 @@ def _entry_point_subjects() -> Iterator[Subject]:
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
-        yield from entry.load()()
+        try:
+            found = list(entry.load()())
+        except Exception as error:  # noqa: BLE001 - any error of a third party's code
+            raise UsageError(f"entry point {entry.name} = {entry.value} (group {ENTRY_POINT_GROUP}) failed: "
+                             f"{type(error).__name__}: {error}; fix or uninstall "
+                             f"{getattr(entry.dist, 'name', 'its package')}") from None
+        bad = [item for item in found if not isinstance(item, Subject)]
+        if bad:
+            raise UsageError(f"entry point {entry.name} = {entry.value} (group {ENTRY_POINT_GROUP}) returned "
+                             f"{type(bad[0]).__name__}, not conformance.types.Subject")
+        yield from found
 
 
 def transforms() -> dict[str, Transform]:
@@ -175,7 +213,35 @@ def unmatched_known(all_cells: Iterable[Cell]) -> list[tuple[str, Known]]:
 
 
 def parse_cell_id(cell_id: str) -> Cell:
-    parts = cell_id.split("|")
-    if len(parts) != 5:
-        raise ValueError(f"a cell id is 'subject|transform|check|device|dtype', got {cell_id!r}")
+    """The cell of an id ``subject|transform|check|device|dtype``. Split from the right: only the subject id,
+    which comes from a third party, may itself contain ``|`` (or ``[``, ``]``, ``@``, spaces, any letter)."""
+    parts = cell_id.rsplit("|", 4)
+    if len(parts) != 5 or not all(parts):
+        raise UsageError(f"a cell id is 'subject|transform|check|device|dtype', got {cell_id!r}")
     return Cell(*parts)
+
+
+def check_cell_exists(cell: Cell) -> None:
+    """Raise a one-line UsageError unless ``cell`` is a coordinate of the matrix, naming the valid choices of the
+    first coordinate that is wrong."""
+    import difflib
+
+    def unknown(what: str, value: str, valid: Iterable[str]) -> UsageError:
+        valid = sorted(valid)
+        near = difflib.get_close_matches(value, valid, n=3)
+        hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+        shown = ", ".join(valid) if len(valid) <= 40 else ", ".join(valid[:40]) + f", ... ({len(valid)} in all)"
+        return UsageError(f"unknown {what}: {value!r}{hint}; valid: {shown}")
+
+    if cell.subject not in subjects():
+        raise unknown("subject", cell.subject, subjects())
+    transform = transforms().get(cell.transform)
+    if transform is None:
+        raise unknown("transform", cell.transform, transforms())
+    if cell.check not in transform.checks:
+        raise unknown(f"check for transform {cell.transform!r}", cell.check, transform.checks)
+    if cell.device not in transform.devices:
+        raise unknown(f"device for transform {cell.transform!r}", cell.device, transform.devices)
+    dtypes = ("float32",) + EXTRA_DTYPES.get(transform.id, ())
+    if cell.dtype not in dtypes:
+        raise unknown(f"dtype for transform {cell.transform!r}", cell.dtype, dtypes)

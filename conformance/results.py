@@ -9,7 +9,10 @@ Record schema (``"schema": 1``), every key always present:
     null), atol, rtol (float or null), tie_excluded (int: elements excused by the tie rule), example (str or
     null: the minimal failing example), reproduce (str), known (null or {"reason", "link", "cause"}),
     duration_s (float), started (ISO-8601 UTC), env ({python, torch, platform, device_name, cuda, suite_sha,
-    libraries: {dist: version}, hypothesis_profile}).
+    libraries: {dist: version}, hypothesis_profile, suite_time (ISO-8601 UTC of the suite's commit, or null),
+    suite_version (the installed distribution's version)}); optional: library_version (the subject's library),
+    extra (dict).
+Free text (message, example, known reason) is capped at ``TEXT_CAP`` characters where it is recorded.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 SCHEMA = 1
+#: The longest free text a record keeps (a library's error message can be megabytes).
+TEXT_CAP = 4000
 REQUIRED = ("subject", "transform", "check", "device", "dtype", "outcome")
 DEFAULT_DIR = Path("reports") / "results"
 
@@ -48,14 +53,25 @@ class CellResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def capped(text: str | None, limit: int = TEXT_CAP) -> str | None:
+    """``text`` cut to ``limit`` characters, saying how much was cut."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit} more characters cut]"
+
+
 def make_record(*, run: str, cell, subject, result: CellResult, reproduce: str, env: dict) -> dict:
+    known = None if result.known is None else {k: capped(v) if isinstance(v, str) else v
+                                                for k, v in result.known.items()}
+    library = subject.library if subject is not None else "unknown"
     return {
         "schema": SCHEMA,
         "kind": "cell",
         "run": run,
         "cell": cell.id,
         "subject": cell.subject,
-        "library": subject.library if subject is not None else "unknown",
+        "library": library,
+        "library_version": library_version(library),
         "spec": subject.spec if subject is not None else "unknown",
         "transform": cell.transform,
         "check": cell.check,
@@ -63,15 +79,15 @@ def make_record(*, run: str, cell, subject, result: CellResult, reproduce: str, 
         "dtype": cell.dtype,
         "outcome": result.outcome,
         "cause": result.cause,
-        "message": result.message[:4000],
+        "message": capped(result.message),
         "max_abs_err": _finite_or_none(result.max_abs_err),
         "max_rel_err": _finite_or_none(result.max_rel_err),
         "atol": result.atol,
         "rtol": result.rtol,
         "tie_excluded": result.tie_excluded,
-        "example": result.example,
+        "example": capped(result.example),
         "reproduce": reproduce,
-        "known": result.known,
+        "known": known,
         "duration_s": round(result.duration_s, 4),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "env": env,
@@ -210,6 +226,19 @@ def latest_by_cell(records: Iterable[dict]) -> dict[str, dict]:
     return chosen
 
 
+def library_version(name: str) -> str | None:
+    """The installed version of the library a subject belongs to (its distribution, or the imported module's
+    ``__version__`` for one that is on the path without metadata), or None."""
+    import importlib.metadata as md
+
+    try:
+        return md.version(name)
+    except (md.PackageNotFoundError, ValueError):
+        pass
+    version = getattr(sys.modules.get(name), "__version__", None)
+    return version if isinstance(version, str) else None
+
+
 _ENV_CACHE: dict | None = None
 LIBRARIES = ("torch", "snntorch", "spikingjelly", "norse", "sinabs", "bitorch", "bitorch_engine", "brevitas", "opacus",
              "bdpy", "hypothesis", "triton")
@@ -237,23 +266,27 @@ def environment() -> dict:
             "cpu": platform.processor() or platform.machine(),
             "device_name": torch.cuda.get_device_name(0) if cuda else "cpu",
             "cuda": cuda,
-            "suite_sha": _git_sha(),
+            "suite_sha": _git(["rev-parse", "--short=12", "HEAD"], dirty=True),
+            "suite_time": _git(["log", "-1", "--format=%cd", "--date=format-local:%Y-%m-%dT%H:%M:%SZ"]),
+            "suite_version": library_version("qsnn-conformance"),
             "libraries": libraries,
             "hypothesis_profile": os.environ.get("CONFORMANCE_PROFILE", "ci"),
         }
     return _ENV_CACHE
 
 
-def _git_sha() -> str | None:
+def _git(arguments: list[str], *, dirty: bool = False) -> str | None:
+    """A fact about the suite's own git checkout (None where it is installed without one)."""
     root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
     try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=5)
+        out = subprocess.run(["git", *arguments], cwd=root, capture_output=True, text=True, timeout=5,
+                             env={**os.environ, "TZ": "UTC"})
+        value = out.stdout.strip()
+        if value and dirty and subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                               capture_output=True, text=True, timeout=5).stdout.strip():
+            value += "-dirty"
     except (OSError, subprocess.TimeoutExpired):
         return None
-    sha = out.stdout.strip()
-    if not sha:
-        return None
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                           capture_output=True, text=True, timeout=5).stdout.strip()
-    return sha + ("-dirty" if dirty else "")
+    return value or None

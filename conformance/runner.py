@@ -7,7 +7,6 @@ conformance.cell`` and third-party test suites. It never raises for a finding: i
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import threading
 import time
@@ -24,25 +23,10 @@ from . import isolation, registry
 from .causes import CheckFailed, TransformFailed, classify
 from .checks import CHECKS, Truth, spec_truth
 from .results import NO_DEVICE, CellResult
+from .settings import PROFILES, cell_timeout_s, profile_name
 from .strategies import stable_draws
 from .transforms import DTYPES, Context, Outcome
 from .types import Cell, Example
-
-#: Hypothesis profiles: examples per cell, and fewer for compiling transforms (compilation dominates).
-PROFILES = {
-    "ci": dict(max_examples=5, compile_examples=2, derandomize=True, database=None),
-    "dev": dict(max_examples=20, compile_examples=4, derandomize=False),
-    "thorough": dict(max_examples=150, compile_examples=15, derandomize=False),
-}
-DEFAULT_TIMEOUT_S = float(os.environ.get("CONFORMANCE_CELL_TIMEOUT", "300"))
-
-
-def profile_name() -> str:
-    name = os.environ.get("CONFORMANCE_PROFILE", "ci")
-    if name not in PROFILES:
-        raise ValueError(f"CONFORMANCE_PROFILE must be one of {sorted(PROFILES)}, got {name!r}")
-    return name
-
 
 class CellTimeout(BaseException):
     """Raised by the alarm in the cell's thread. A BaseException so hypothesis does not shrink it."""
@@ -162,9 +146,11 @@ def skip_reason(cell: Cell) -> str | None:
     return None
 
 
-def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None = DEFAULT_TIMEOUT_S) -> CellResult:
-    """Run one cell to an outcome: pass, fail, xfail, xpass, skip or timeout (crash is the plugin's)."""
+def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None = None) -> CellResult:
+    """Run one cell to an outcome: pass, fail, xfail, xpass, skip or timeout (crash is the plugin's). The alarm
+    stops it after ``timeout_s`` seconds (default ``CONFORMANCE_CELL_TIMEOUT``)."""
     started = time.perf_counter()
+    timeout_s = cell_timeout_s() if timeout_s is None else timeout_s
     subject = registry.subjects()[cell.subject]
     reason = skip_reason(cell)
     if reason:

@@ -8,10 +8,10 @@
 #
 # The libraries under test come from wheels in .whl/ when it holds any (offline machines), otherwise from the
 # package registry, pinned (GPU_RUN_PACKAGES below), --no-deps, into a private directory put first on PYTHONPATH;
-# the machine's own torch, triton, cupy and numpy are used as they are. hypothesis is pinned to the CPU run's
-# version so that both devices draw the same examples (conformance.strategies.stable_draws). A library that is missing
-# turns its cells to `skip`. Each stage runs under a time limit (the whole run aims at GPU_RUN_BUDGET_S, default
-# 570 s); what a stage recorded before its limit is kept.
+# the machine's own torch, triton, cupy and numpy are used as they are. pytest and hypothesis are pinned as in
+# constraints.txt so that both devices draw the same examples (conformance.strategies.stable_draws). A library
+# that is missing turns its cells to `skip`. Each stage runs under a time limit (the whole run aims at
+# GPU_RUN_BUDGET_S, default 570 s); what a stage recorded before its limit is kept.
 #
 # Output in DIR (default reports/cuda-run-<UTC stamp>): records.jsonl (one record per cell), mutants.log,
 # bench-cuda.json (subject/spec ratios, as reports/bench/baseline-cuda.json), kernels-cuda.json, run.log. Check
@@ -24,8 +24,10 @@ cd "$(dirname "$0")/.."
 GPU_RUN_PACKAGES=(
   "snntorch==1.0.0" "spikingjelly==2.0.0" "norse==1.1.0" "sinabs==3.1.3" "bitorch==0.4.1" "brevitas==0.13.4"
   "opacus==1.6.0" "nir==1.0.4" "nirtorch==2.0.2" "loguru" "pbr" "dependencies==2.0.1" "opt_einsum" "unfoldNd"
-  "pytest==8.4.2" "hypothesis==6.170.17"
 )
+# pytest and hypothesis as the CPU run pins them (constraints.txt): both devices draw the same examples
+mapfile -t test_pins < <(grep -E '^(pytest|hypothesis)==' constraints.txt)
+GPU_RUN_PACKAGES+=("${test_pins[@]}")
 stages="matrix,mutants,bench,kernels"
 out="reports/cuda-run-$(date -u +%Y%m%dT%H%M%S)"
 while [ "$#" -gt 0 ]; do

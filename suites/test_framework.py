@@ -276,7 +276,7 @@ def test_a_dead_worker_is_recorded_as_crash(tmp_path):
         CRASHER = Subject(id="framework.crasher", spec="quant.sign_ste", build=build, library="framework")
 
         @parametrize_with_checks([CRASHER], transforms=["eager"])
-        def test_cells(cell, record_cell, cell_watchdog):
+        def test_cells(cell, record_cell):
             from conformance.api import check_cell
             check_cell(cell, record=record_cell)
     """))
@@ -316,9 +316,8 @@ def test_two_workers_survive_a_crash_and_a_hang_in_c_and_finish(tmp_path):
                     for name, build in (("crash", crash), ("hang", hang), ("fine_a", fine), ("fine_b", fine))]
 
         @parametrize_with_checks(SUBJECTS, transforms=["eager", "deepcopy"])
-        def test_cells(cell, record_cell, cell_watchdog):
+        def test_cells(cell, record_cell):
             from conformance.api import check_cell
-            cell_watchdog["cell"] = cell
             check_cell(cell, record=record_cell)
     """))
     results = tmp_path / "results"
@@ -485,8 +484,8 @@ def test_mixed_precision_gradients_are_judged_against_the_whole_gradient_flow():
 
 
 def test_resume_finishes_a_stopped_run_without_running_recorded_cells_again(tmp_path):
-    """--resume runs only what a results directory lacks (a crash is worth another try), and refuses a directory
-    recorded under another environment (here: another hypothesis profile) instead of mixing the two."""
+    """--resume runs only what a results directory lacks (a crash is recorded once, not tried again), and refuses a
+    directory recorded under another environment (here: another hypothesis profile) instead of mixing the two."""
     test_file = tmp_path / "test_resume.py"
     test_file.write_text(textwrap.dedent("""
         import os
@@ -506,9 +505,8 @@ def test_resume_finishes_a_stopped_run_without_running_recorded_cells_again(tmp_
                     for name, build in (("crash", crash), ("fine_a", fine), ("fine_b", fine))]
 
         @parametrize_with_checks(SUBJECTS, transforms=["eager"])
-        def test_cells(cell, record_cell, cell_watchdog):
+        def test_cells(cell, record_cell):
             from conformance.api import check_cell
-            cell_watchdog["cell"] = cell
             check_cell(cell, record=record_cell)
     """))
     results = tmp_path / "results"
@@ -521,16 +519,15 @@ def test_resume_finishes_a_stopped_run_without_running_recorded_cells_again(tmp_
                                "-k", "cpu and float32 and forward_matches_spec", *extra],
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
 
-    run()
+    run("-k", "cpu and float32 and forward_matches_spec and not fine_b")
     first = list(iter_records([results]))
-    assert sorted(r["outcome"] for r in first) == ["crash", "pass", "pass"]
+    assert sorted(r["outcome"] for r in first) == ["crash", "pass"]
     resumed = run("--resume")
     assert "2 cell(s) already recorded" in resumed.stdout, resumed.stdout[-2000:]
     per_cell: dict[str, list[str]] = {}
     for record in iter_records([results]):
         per_cell.setdefault(record["subject"], []).append(record["outcome"])
-    assert per_cell == {"framework.crash": ["crash", "crash"], "framework.fine_a": ["pass"],
-                        "framework.fine_b": ["pass"]}
+    assert per_cell == {"framework.crash": ["crash"], "framework.fine_a": ["pass"], "framework.fine_b": ["pass"]}
     other = run("--resume", profile="dev")
     assert other.returncode == 4 and "another environment" in other.stderr + other.stdout
     assert "hypothesis_profile 'ci' here vs 'dev' now" in other.stderr + other.stdout

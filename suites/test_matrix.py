@@ -6,7 +6,6 @@ Hypothesis draws the examples inside ``run_cell``; every cell is recorded, whate
 import pytest
 
 from conformance import registry
-from conformance.runner import run_cell
 
 CELLS = registry.cells()
 
@@ -17,9 +16,8 @@ PARAMS = [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(f"{c.subject}|{
 
 
 @pytest.mark.parametrize("cell", PARAMS)
-def test_cell(cell, record_cell, cell_watchdog):
-    cell_watchdog["cell"] = cell
-    record_cell(cell, run_cell(cell))
+def test_cell(cell, record_cell):
+    record_cell(cell, record_cell.run(cell))
 
 
 def test_every_known_failure_matches_a_cell():

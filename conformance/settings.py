@@ -1,0 +1,96 @@
+"""Settings of a run read from the environment, and the error a bad one raises. Imports nothing heavy: the pytest
+plugin reads these in every session, including sessions that run no cell.
+
+- ``CONFORMANCE_PROFILE``: the hypothesis profile of the cells (``PROFILES``, default ``ci``).
+- ``CONFORMANCE_CELL_TIMEOUT``: seconds before a cell is stopped and recorded as ``timeout`` (default 300).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class UsageError(ValueError):
+    """Bad input from a user (an unknown id, a malformed declaration, a broken entry point, a bad setting): one
+    line that says what is wrong and what is valid. Command-line tools print it and exit 2; the pytest plugin
+    reports it as pytest's usage error."""
+
+
+#: Hypothesis profiles: examples per cell, and fewer for compiling transforms (compilation dominates).
+PROFILES = {
+    "ci": dict(max_examples=5, compile_examples=2, derandomize=True, database=None),
+    "dev": dict(max_examples=20, compile_examples=4, derandomize=False),
+    "thorough": dict(max_examples=150, compile_examples=15, derandomize=False),
+}
+DEFAULT_TIMEOUT_S = 300.0
+
+
+def profile_name() -> str:
+    """The hypothesis profile of this run; an unknown name is a UsageError."""
+    name = os.environ.get("CONFORMANCE_PROFILE", "ci")
+    if name not in PROFILES:
+        raise UsageError(f"CONFORMANCE_PROFILE={name!r} is not a profile; valid: {', '.join(PROFILES)}")
+    return name
+
+
+def cell_timeout_s() -> float:
+    """Seconds a cell may run before the in-process alarm stops it; not a positive number is a UsageError."""
+    value = os.environ.get("CONFORMANCE_CELL_TIMEOUT", "")
+    try:
+        seconds = float(value) if value else DEFAULT_TIMEOUT_S
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise UsageError(f"CONFORMANCE_CELL_TIMEOUT={value!r} must be a positive number of seconds")
+    return seconds
+
+
+def hard_limit_s(limit: float) -> float:
+    """When a cell that the in-process alarm did not stop (a hang in C code) is given up: its process is ended.
+    The slack lets the alarm land after a long C call (an inductor compile step takes up to ~20 s); small limits
+    (tests) get proportionally small slack."""
+    return limit * 1.5 + min(30.0, 5 * limit)
+
+
+_CONFIGURED = False
+
+
+def configure_process(cache_root: Path | None = None) -> None:
+    """One torch thread per process (xdist oversubscription is a 10-50x slowdown; strict tolerances need a fixed
+    reduction order) and compile caches in a known directory (``CONFORMANCE_CACHE_DIR``, default
+    ``<cache_root or cwd>/.cache/conformance``), kept between runs. Done once per process, before its first cell."""
+    global _CONFIGURED
+    if _CONFIGURED:
+        return
+    _CONFIGURED = True
+    default = Path(cache_root or Path.cwd()) / ".cache" / "conformance"
+    cache = Path(os.environ.setdefault("CONFORMANCE_CACHE_DIR", str(default)))
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
+    os.environ.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+
+    torch.set_num_threads(1)
+    # On CUDA, cuDNN may pick non-deterministic algorithms (atomic adds in convolution backward): two runs of the
+    # same module then differ in the last bits, which a "transform preserves the gradient" check would charge to
+    # the transform (seen on Resnet18V2's hooks/functional_call/state_dict cells on the H200). TF32 stays at
+    # torch's default: the cpu_vs_cuda cells report what users get.
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    if hasattr(torch, "set_num_interop_threads"):
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:
+            pass  # already set once in this process
+
+
+def register_hypothesis_profiles() -> None:
+    from hypothesis import HealthCheck, settings
+
+    for name, options in PROFILES.items():
+        kwargs = dict(max_examples=options["max_examples"], derandomize=options["derandomize"], deadline=None,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+        if "database" in options:
+            kwargs["database"] = options["database"]
+        settings.register_profile(f"conformance-{name}", **kwargs)
