@@ -1,180 +1,58 @@
 """Render the compatibility matrix from recorded cell results: ``python -m conformance.report``.
 
-Reads the JSONL records under ``--results`` (default ``reports/results``; any number of files or directories,
-merged, the latest record of a cell wins) and writes ``matrix.html`` (self-contained), ``matrix.md`` and
-``matrix.json`` into ``--out`` (default ``reports``). Outcomes are shown as recorded, never re-derived.
-When no record exists it first runs the default matrix (pytest, streaming its progress).
+Reads the JSONL records under ``--results`` (any number of files or directories, merged: per cell the record of
+the newest suite version wins, then the latest run; ``--latest-run-wins`` for the latest run only) and writes
+``matrix.html`` (self-contained), ``matrix.md``, ``matrix.json`` and ``summary.md`` (pass rates and changes, small
+enough for a pull-request comment) into ``--out`` (default ``reports``). Outcomes are shown as recorded, never
+re-derived.
 
-    python -m conformance.report                                   # render (run the matrix if nothing recorded)
+Without ``--results`` it reads ``reports/results`` and the checked-in GPU records of ``reports/cuda``, and first
+runs the default matrix into ``reports/results`` (pytest, streaming its progress) when there is no record of this
+machine's devices (cpu; cuda when torch sees a GPU) other than a no-device skip. A path named with ``--results`` is
+never run into: a missing or empty one is an error.
+
+    python -m conformance.report                                   # render (run the matrix if this machine has none)
     python -m conformance.report --results reports/results reports/cuda --out reports
-    python -m conformance.report --diff-against reports/expected/cpu.json --fail-on-regression
+    python -m conformance.report --diff-against reports/expected/cpu-torch2.13.json --fail-on-regression
     python -m conformance.report --write-expectations reports/expected/cpu.json --env cpu-torch2.13
 
-Exit status: 0 rendered; 1 regressions against --diff-against with --fail-on-regression;
-2 usage error, unreadable baseline, or no records at all (after running the matrix).
+Against an expectations file of one environment (``cpu-torch2.13``) only the records of that environment are
+compared; the others (e.g. the merged CUDA columns) are left out, and the report says how many.
+
+Exit status: 0 rendered; 1 regressions against --diff-against with --fail-on-regression; 2 usage error, a corrupt
+or missing baseline, a named --results path missing or empty, or no records at all (after running the matrix).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
-
-from tabulate import tabulate
+from typing import Sequence
 
 from . import expectations
 # atomic_write is re-exported for conformance.bench.gate, which imports it from here (until it imports fileio).
-from .fileio import atomic_write, atomic_write_many
-from .report_data import (JSON_SCHEMA_VERSION, WORST_FIRST, Diff, Loaded, build_model, diff, error_size, group,
-                          load, load_baseline, load_bench, transform_sort_key)
-from .report_html import MEANING, SYMBOLS, render
+from .fileio import atomic_write, atomic_write_many  # noqa: F401
+from .report_data import (JSON_SCHEMA_VERSION, Diff, Loaded, build_model, diff, in_environment, left_out_note,  # noqa: F401
+                          load, load_baseline, load_bench, matrix_json, parse_environment, versions_note)
+from .report_escape import terminal_text
+from .report_html import render_chunks
+from .report_markdown import (diff_summary, render_agreement_markdown, render_bench_markdown,  # noqa: F401
+                              render_diff_markdown, render_markdown, render_summary)
 from .results import DEFAULT_DIR
 
 DEFAULT_OUT = Path("reports")
 DEFAULT_RUN = ("{python} -m pytest suites/test_matrix.py -n auto --dist loadgroup -p no:cacheprovider -q "
                "--results-dir {results_dir}")
+PROG = "python -m conformance.report"
 
 
-# ---------------------------------------------------------------------------------------------- markdown
-def _md_cell(agg: dict) -> str:
-    worst = agg["worst"]
-    n = sum(agg["counts"].values())
-    if n > 1 and agg["n_total"]:
-        return f"{SYMBOLS[worst]} {agg['n_pass']}/{agg['n_total']}"
-    return SYMBOLS[worst]
-
-
-def _md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
-
-
-def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -> str:
-    from .report_data import aggregate
-
-    rows = loaded.rows
-    out = ["# Conformance matrix", "",
-           f"Generated {model['generated']} from {len(rows)} checks in {len(model['runs'])} run(s); "
-           f"pass {model['summary']['n_pass']}/{model['summary']['n_total']} (skips excluded). "
-           "A cell shows its worst outcome and passing/total checks over all checks and dtypes.", "",
-           "Legend: " + " · ".join(f"{SYMBOLS[o]} {o} ({MEANING[o]})" for o in WORST_FIRST), ""]
-    if model["problems"]:
-        out += [f"**{len(model['problems'])} unreadable line(s) skipped:**", ""]
-        out += [f"- `{p['path']}:{p['line']}` {_md_escape(p['reason'])}" for p in model["problems"][:200]]
-        out.append("")
-    for (device,), device_rows in sorted(group(rows, "device").items()):
-        transforms = sorted({r["transform"] for r in device_rows}, key=transform_sort_key)
-        cells = group(device_rows, "subject", "transform")
-        table = []
-        for subject in model["subjects"]:
-            if not any((subject["subject"], t) in cells for t in transforms):
-                continue
-            line = [_md_escape(subject["library"]), _md_escape(subject["spec"]), _md_escape(subject["subject"])]
-            line += [_md_cell(aggregate(cells[(subject["subject"], t)])) if (subject["subject"], t) in cells else ""
-                     for t in transforms]
-            table.append(line)
-        header = ["library", "spec", "subject"] + [_md_escape(t) for t in transforms]
-        out += [f"## {device}", "", tabulate(table, header, tablefmt="github"), ""]
-    out += ["## Pass rate per library", ""]
-    out.append(tabulate([[lib, "–" if i["pass_rate"] is None else f"{100 * i['pass_rate']:.0f}%",
-                          f"{i['n_pass']}/{i['n_total']}",
-                          " ".join(f"{SYMBOLS[o]}{n}" for o, n in i["counts"].items())]
-                         for lib, i in model["libraries"].items()],
-                        ["library", "pass rate", "pass/total", "outcomes"], tablefmt="github"))
-    out += ["", "## Causes", ""]
-    if model["causes"]:
-        out.append(tabulate([[f"`{_md_escape(c['cause'])}`", c["total"], c["matrix_cells"],
-                              ", ".join(f"{_md_escape(k)} {v}" for k, v in c["by_library"].items()),
-                              ", ".join(f"{k} {v}" for k, v in c["by_outcome"].items())] for c in model["causes"]],
-                            ["cause", "checks", "cells", "by library", "by outcome"], tablefmt="github"))
-    else:
-        out.append("No failures with a recorded cause.")
-    out += ["", "## Runs", ""]
-    out.append(tabulate([[f"`{_md_escape(r['run'])}`", r["started"], r["age"] + (" (stale)" if r["stale"] else ""),
-                          ", ".join(r["devices"]), ", ".join(r["torch"]), r["suite_sha"] or "", r["cells"]]
-                         for r in model["runs"]],
-                        ["run", "started (UTC)", "age", "devices", "torch", "suite sha", "cells shown"],
-                        tablefmt="github"))
-    out += render_agreement_markdown(model.get("agreement") or [])
-    out += render_bench_markdown(model.get("bench") or [])
-    if the_diff is not None:
-        out += ["", render_diff_markdown(the_diff, limit=50)]
-    return "\n".join(out) + "\n"
-
-
-def render_agreement_markdown(agreement: list[dict]) -> list[str]:
-    """The CPU/CUDA agreement table (``cpu_vs_cuda`` cells): which subjects disagree between devices, by how much."""
-    if not agreement:
-        return []
-    bad = [a for a in agreement if a["worst"] not in ("pass", "skip")]
-    out = ["", "## CPU/CUDA agreement", "",
-           f"The same module, parameters and input on both devices: {len(bad)} of {len(agreement)} subject(s) "
-           "disagree (or could not be compared).", ""]
-    out.append(tabulate([[_md_escape(a["library"]), _md_escape(a["subject"]), f"{SYMBOLS.get(a['worst'], '?')} "
-                          f"{a['worst']}", error_size(a["max_abs_err"]), error_size(a["max_rel_err"]),
-                          f"`{_md_escape(a['cause'])}`" if a["cause"] else "",
-                          _md_escape((a["message"] or "").splitlines()[0][:160]) if a["message"] else ""]
-                         for a in agreement],
-                        ["library", "subject", "worst", "max abs err", "max rel err", "cause", "message"],
-                        tablefmt="github", disable_numparse=True))
-    return out
-
-
-def render_bench_markdown(bench: list[dict]) -> list[str]:
-    out = []
-    for run in bench:
-        out += ["", f"## Speed relative to the spec ({_md_escape(run['device'])}, {_md_escape(run['profile'])} profile)",
-                "", f"From `{_md_escape(run['source'])}`, {_md_escape(run['started'])}: median of interleaved "
-                "(subject time / spec time), or compiled / eager; peak MiB of one forward+backward.", ""]
-        rows = []
-        for library, items in run["libraries"].items():
-            for item in items:
-                memory = "" if item["mem_subject"] is None or item["mem_reference"] is None else \
-                    f"{item['mem_subject'] / 2**20:.1f} / {item['mem_reference'] / 2**20:.1f}"
-                rows.append([_md_escape(library), _md_escape(item["subject"]), _md_escape(item["size"]),
-                             _md_escape(item["mode"]), "" if item["ratio"] is None else f"{item['ratio']:.2f}×",
-                             memory])
-        out.append(tabulate(rows, ["library", "subject", "size", "mode", "ratio", "peak MiB subject / spec"],
-                            tablefmt="github", disable_numparse=True))
-    return out
-
-
-def render_diff_markdown(the_diff: Diff, limit: int | None = None) -> str:
-    def show(v: dict) -> str:
-        cause = f" `{_md_escape(v['cause'])}`" if v.get("cause") else ""
-        return f"{SYMBOLS.get(v['outcome'], '?')} {v['outcome']}{cause}"
-
-    out = [f"## Diff against `{the_diff.against}`", "", diff_summary(the_diff), ""]
-    for title, items in (("Regressions", the_diff.regressions), ("Fixes", the_diff.fixes),
-                         ("Changed causes", the_diff.changed_causes),
-                         ("Other outcome changes", the_diff.changed_outcomes)):
-        if items:
-            shown = items if limit is None else items[:limit]
-            out += [f"### {title} ({len(items)})", "",
-                    tabulate([[f"`{_md_escape(c)}`", show(o), show(n)] for c, o, n in shown], ["cell", "before", "now"],
-                             tablefmt="github")]
-            if len(shown) < len(items):
-                out.append(f"\n… and {len(items) - len(shown)} more (diff.md)")
-            out.append("")
-    for title, items in (("New cells", the_diff.new), ("Removed cells", the_diff.removed)):
-        if items:
-            shown = items if limit is None else items[:limit]
-            out += [f"### {title} ({len(items)})", ""] + [f"- `{_md_escape(c)}` {show(v)}" for c, v in shown]
-            if len(shown) < len(items):
-                out.append(f"- … and {len(items) - len(shown)} more (diff.md)")
-            out.append("")
-    return "\n".join(out)
-
-
-def diff_summary(the_diff: Diff) -> str:
-    return (f"{len(the_diff.regressions)} regression(s), {len(the_diff.fixes)} fix(es), "
-            f"{len(the_diff.changed_causes)} changed cause(s), {len(the_diff.changed_outcomes)} other outcome "
-            f"change(s), {len(the_diff.new)} new, {len(the_diff.removed)} removed")
+def say(text: str, *, err: bool = True) -> None:
+    """One line on stderr (or stdout), control characters from records and libraries made visible."""
+    print(f"conformance.report: {terminal_text(text)}", file=sys.stderr if err else sys.stdout, flush=True)
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -182,7 +60,8 @@ def diff_summary(the_diff: Diff) -> str:
 RUNNING_MARKER = ".matrix-run-unfinished"
 
 
-def run_matrix(results_dir: Path, run_cmd: Sequence[str] | str | None = None, *, resume: bool = False) -> int:
+def run_matrix(results_dir: Path, run_cmd: Sequence[str] | str | None = None, *, resume: bool = False,
+               why: str | None = None) -> int:
     """Run the default matrix (or ``run_cmd``) writing records into ``results_dir``; pytest prints progress.
 
     ``{python}`` and ``{results_dir}`` in the command are substituted; a command without ``{results_dir}``
@@ -196,8 +75,9 @@ def run_matrix(results_dir: Path, run_cmd: Sequence[str] | str | None = None, *,
     if resume and run_cmd is None:
         words.append("--resume")
     words = [w.replace("{python}", sys.executable).replace("{results_dir}", str(results_dir)) for w in words]
-    why = "finishing the interrupted matrix run" if resume else "no recorded results; running the matrix"
-    print(f"conformance.report: {why}:\n  {shlex.join(words)}", flush=True)
+    why = "finishing the interrupted matrix run" if resume else (why or "no recorded results; running the matrix")
+    say(f"{why}:", err=False)
+    print("  " + terminal_text(shlex.join(words)), flush=True)
     sys.stderr.flush()
     results_dir.mkdir(parents=True, exist_ok=True)
     marker = results_dir / RUNNING_MARKER
@@ -207,40 +87,72 @@ def run_matrix(results_dir: Path, run_cmd: Sequence[str] | str | None = None, *,
         # Inherit stdout/stderr: pytest's own progress streams straight to the terminal.
         rc = subprocess.call(words)
     except OSError as exc:
-        print(f"conformance.report: cannot run {words[0]!r}: {exc}", file=sys.stderr)
+        say(f"cannot run {words[0]!r}: {exc}")
         return 127
     if rc in (0, 1):  # pytest ran every cell (1: some failed); anything else leaves the run to be finished
         marker.unlink(missing_ok=True)
-    print(f"conformance.report: matrix run finished (exit {rc}) in {time.monotonic() - started:.0f} s", flush=True)
+    say(f"matrix run finished (exit {rc}) in {time.monotonic() - started:.0f} s", err=False)
     return rc
 
 
+def machine_devices() -> set[str]:
+    """The devices this machine can run cells on: cpu, and cuda where torch sees a GPU."""
+    devices = {"cpu"}
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            devices.add("cuda")
+    except Exception:  # without a working torch the matrix cannot run anyway: the run says why
+        pass
+    return devices
+
+
 # -------------------------------------------------------------------------------------------------- main
+class OneLineParser(argparse.ArgumentParser):
+    """Bad usage is one line naming the problem and the valid usage (choices included), exit status 2."""
+
+    def error(self, message: str):
+        usage = " ".join(self.format_usage().split())
+        self.exit(2, f"{self.prog}: error: {terminal_text(message)} ({usage})\n")
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m conformance.report",
-        description="Render the conformance matrix (matrix.html, matrix.md, matrix.json) from recorded cell "
-                    "results. Outcomes are read from the records, never re-derived.",
-        epilog="Exit status: 0 ok; 1 regressions with --fail-on-regression; 2 usage error or no records.",
+    parser = OneLineParser(
+        prog=PROG,
+        description="Render the conformance matrix (matrix.html, matrix.md, matrix.json, summary.md) from recorded "
+                    "cell results. Outcomes are read from the records, never re-derived.",
+        epilog="Exit status: 0 ok; 1 regressions with --fail-on-regression; 2 usage error, corrupt or missing "
+               "baseline, a named --results path missing or empty, or no records.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", nargs="+", metavar="PATH", default=None,
-                        help=f"result files or directories (searched recursively for *.jsonl), merged; the latest "
-                             f"record of a cell wins (default: {DEFAULT_DIR}, plus reports/cuda if present)")
+                        help="result files or directories (searched recursively for *.jsonl, *.jsonl.gz), merged; "
+                             "each must exist and hold records, and the matrix is never run into them (default: "
+                             f"{DEFAULT_DIR} plus reports/cuda, running the matrix into {DEFAULT_DIR} first when "
+                             "this machine's devices have no record)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
-                        help=f"directory for matrix.html, matrix.md, matrix.json, diff.md (default: {DEFAULT_OUT})")
+                        help="directory for matrix.html, matrix.md, matrix.json, summary.md, diff.md (default: "
+                             f"{DEFAULT_OUT})")
+    parser.add_argument("--latest-run-wins", action="store_true",
+                        help="per cell show the most recently started record, even when an older run is of a newer "
+                             "suite version (default: the newest suite version's record, by its commit time)")
     parser.add_argument("--diff-against", metavar="PATH",
                         help="a previous results directory/file, or an expectations JSON file "
                              '({"schema": 1, "env": ..., "cells": {"subject|transform|check|device|dtype": '
-                             '{"outcome", "cause"}}}): list regressions, fixes, changed causes, new and removed cells')
+                             '{"outcome", "cause"}}}; only records of its environment are compared): list '
+                             "regressions, fixes, changed causes, new and removed cells")
     parser.add_argument("--fail-on-regression", action="store_true",
                         help="exit 1 when --diff-against finds a regression (pass/xfail -> fail/crash/timeout/xpass)")
     parser.add_argument("--write-expectations", metavar="FILE", type=Path,
-                        help="also write the merged outcomes as an expectations file (accepts the current results)")
+                        help="also write the merged outcomes as an expectations file (accepts the current results; "
+                             "with an --env such as cpu-torch2.13 only the records of that environment)")
     parser.add_argument("--env", default="", help="environment name stored with --write-expectations")
     parser.add_argument("--no-run", action="store_true", help="never run the matrix, even when nothing is recorded")
     parser.add_argument("--run-cmd", metavar="CMD",
-                        help="command that produces records when none exist ({python} and {results_dir} are "
-                             f"substituted; default: {DEFAULT_RUN!r})")
+                        help="command that produces records into the default results directory ({python} and "
+                             f"{{results_dir}} are substituted; default: {DEFAULT_RUN!r})")
+    parser.add_argument("--report-url", metavar="URL",
+                        help="where the full report is published (http/https), linked from summary.md")
     parser.add_argument("--quiet", action="store_true", help="print only problems and the diff summary")
     parser.add_argument("--bench", nargs="+", metavar="FILE", default=None,
                         help="benchmark results to show beside the matrix (python -m conformance.bench; default: "
@@ -261,70 +173,134 @@ def default_bench() -> list[Path]:
 
 
 def default_results() -> list[Path]:
-    paths = [DEFAULT_DIR]
-    paths += [p for p in (Path("reports") / "cuda",) if p.exists()]
-    return paths
+    """The default results directory and the checked-in GPU records, those that exist."""
+    return [p for p in (DEFAULT_DIR, Path("reports") / "cuda") if p.exists()]
+
+
+def _is_expectations(path: Path) -> bool:
+    return path.suffix == ".json" and not path.is_dir()
 
 
 def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | None = None) -> int:
     args = parse_args(argv)
-    paths = [Path(p) for p in args.results] if args.results else default_results()
+    explicit = args.results is not None
+    paths = [Path(p) for p in args.results] if explicit else default_results()
     started = time.perf_counter()
-    loaded = load(paths)
-    target = next((p for p in paths if p.is_dir() or not p.suffix), DEFAULT_DIR)
-    interrupted = (target / RUNNING_MARKER).exists()
-    if (not loaded.rows or interrupted) and not args.no_run:
-        paths += [] if target in paths else [target]
-        run_matrix(target, args.run_cmd if args.run_cmd is not None else run_cmd, resume=interrupted)
-        started = time.perf_counter()
-        loaded = load(paths)
-    elif interrupted:
-        print(f"conformance.report: the matrix run into {target} did not finish: the report shows the cells it "
-              "recorded (run without --no-run to finish it)", file=sys.stderr)
+    baseline = diff_env = environment = None
+    if args.diff_against and _is_expectations(Path(args.diff_against)):
+        try:
+            expected = expectations.load(args.diff_against)
+        except expectations.ExpectationsError as exc:
+            say(f"--diff-against: {exc}")
+            return 2
+        baseline = {cell: {"outcome": v["outcome"], "cause": v.get("cause")} for cell, v in expected["cells"].items()}
+        diff_env = environment = expected["env"] if parse_environment(expected["env"]) else None
+    if environment is None and args.write_expectations and parse_environment(args.env):
+        environment = args.env
+    loader = dict(latest_run_wins=args.latest_run_wins, environment=environment)
+    loaded = load(paths, **loader)
+    if explicit:
+        unusable = [f"{p} ({'no such file or directory' if not p.exists() else 'no records'})"
+                    for p in paths if not loaded.per_source.get(str(p))]
+        if unusable:
+            for problem in loaded.problems:
+                if Path(problem.path).exists():  # a missing path is said once, below
+                    say(f"skipped {problem}")
+            say(f"--results {', '.join(unusable)}: nothing to render, and a path you name is never run into (without "
+                f"--results the matrix is run into {DEFAULT_DIR} when this machine has no records)")
+            return 2
+        for path in paths:
+            if (path / RUNNING_MARKER).exists():
+                say(f"the matrix run into {path} did not finish: the report shows the cells it recorded (finish it "
+                    f"with: python -m pytest suites/test_matrix.py -n auto --dist loadgroup --results-dir {path} "
+                    "--resume)")
+    else:
+        target = DEFAULT_DIR
+        interrupted = (target / RUNNING_MARKER).exists()
+        missing = sorted(machine_devices() - loaded.devices)
+        if (missing or interrupted) and not args.no_run:
+            why = None if interrupted else (f"no records of this machine's device(s) {', '.join(missing)}"
+                                            + (f" (the records in {', '.join(map(str, paths))} are of other devices)"
+                                               if loaded.rows else "") + "; running the matrix")
+            run_matrix(target, args.run_cmd if args.run_cmd is not None else run_cmd, resume=interrupted, why=why)
+            paths = default_results()
+            started = time.perf_counter()
+            loaded = load(paths, **loader)
+            still = sorted(machine_devices() - loaded.devices)
+            if still:
+                say(f"the matrix run recorded no cell of this machine's device(s) {', '.join(still)}")
+        elif interrupted:
+            say(f"the matrix run into {target} did not finish: the report shows the cells it recorded (run without "
+                "--no-run to finish it)")
+        elif missing and loaded.rows:
+            say(f"no records of this machine's device(s) {', '.join(missing)} (run without --no-run to record them)")
     for problem in loaded.problems:
-        print(f"conformance.report: skipped {problem}", file=sys.stderr)
+        say(f"skipped {problem}")
     if not loaded.rows:
-        print(f"conformance.report: no records found in {', '.join(map(str, paths))}", file=sys.stderr)
+        say(f"no records found in {', '.join(map(str, paths)) or DEFAULT_DIR}")
         return 2
+    note = versions_note(loaded)
+    if note:
+        say(note)
     the_diff = None
     if args.diff_against:
-        try:
-            baseline = load_baseline(args.diff_against, loaded.problems)
-        except (OSError, ValueError) as exc:
-            print(f"conformance.report: {exc}", file=sys.stderr)
-            return 2
-        the_diff = diff(baseline, loaded.rows, against=str(args.diff_against))
+        if baseline is None:
+            try:
+                baseline = load_baseline(args.diff_against, loaded.problems)
+            except (OSError, ValueError) as exc:
+                say(str(exc))
+                return 2
+        if diff_env is not None and loaded.env_cells is not None:  # like with like: that environment's records
+            the_diff = diff(baseline, loaded.env_cells, against=str(args.diff_against), environment=environment,
+                            left_out=loaded.left_out)
+        else:
+            the_diff = diff(baseline, loaded.rows, against=str(args.diff_against))
     bench = [] if args.no_bench else load_bench(args.bench or default_bench(), loaded.problems)
     model = build_model(loaded, the_diff, bench=bench)
-    # Render everything before writing anything: a failure leaves the previous report intact.
-    outputs = {"matrix.html": render(loaded, model, the_diff),
+    outputs = {"matrix.html": render_chunks(loaded, model, the_diff),
                "matrix.md": render_markdown(loaded, model, the_diff),
-               "matrix.json": json.dumps(model, separators=(",", ":"), allow_nan=False) + "\n"}
+               "matrix.json": matrix_json(model, loaded.rows),
+               "summary.md": render_summary(loaded, model, the_diff, out_dir=args.out, report_url=args.report_url)}
     if the_diff is not None:
         outputs["diff.md"] = render_diff_markdown(the_diff) + "\n"
-    for name, text in outputs.items():
-        atomic_write(args.out / name, text)
+    files = {args.out / name: content for name, content in outputs.items()}
     if args.write_expectations:
-        atomic_write(args.write_expectations,
-                     json.dumps(expectations.dump(loaded.rows, args.env), indent=1) + "\n")
+        files[args.write_expectations] = expectations_text(loaded, args.env)
+    try:  # every file is complete before any replaces its old version: a failure leaves the previous report
+        atomic_write_many(files)
+    except OSError as exc:
+        say(f"cannot write the report: {exc}")
+        return 2
     elapsed = time.perf_counter() - started
     if not args.quiet:
         s = model["summary"]
-        print(f"conformance.report: {len(loaded.rows)} checks ({loaded.n_records} records read, "
-              f"{len(loaded.problems)} problem(s)); pass {s['n_pass']}/{s['n_total']}; "
-              f"wrote {', '.join(str(args.out / n) for n in outputs)} in {elapsed:.2f} s "
-              f"(matrix.json schema_version {JSON_SCHEMA_VERSION})")
+        say(f"{len(loaded.rows)} checks ({loaded.n_records} records read, {len(loaded.problems)} problem(s)); pass "
+            f"{s['n_pass']}/{s['n_total']}; wrote {', '.join(str(p) for p in files)} in {elapsed:.2f} s "
+            f"(matrix.json schema_version {JSON_SCHEMA_VERSION})", err=False)
     if the_diff is not None:
-        print(f"conformance.report: diff against {the_diff.against}: {diff_summary(the_diff)}")
+        say(f"diff against {the_diff.against}: {diff_summary(the_diff)}", err=False)
+        note = left_out_note(the_diff.environment, the_diff.left_out)
+        if note:
+            say(note, err=False)
         for cell, old, new in the_diff.regressions:
-            print(f"  REGRESSION {cell}: {old['outcome']} -> {new['outcome']}"
-                  + (f" ({new['cause']})" if new.get("cause") else ""))
+            print("  " + terminal_text(f"REGRESSION {cell}: {old['outcome']} -> {new['outcome']}"
+                                       + (f" ({new['cause']})" if new.get("cause") else "")))
         if not args.quiet:
             for cell, old, new in the_diff.fixes:
-                print(f"  fixed {cell}: {old['outcome']} -> {new['outcome']}")
+                print("  " + terminal_text(f"fixed {cell}: {old['outcome']} -> {new['outcome']}"))
         if args.fail_on_regression and the_diff.regressions:
             return 1
     return 0
+
+
+def expectations_text(loaded: Loaded, env: str) -> str:
+    """The expectations file of ``env``: the records of that environment when it names one, else every row."""
+    if loaded.env_cells is not None and loaded.environment == env:
+        cells = [{"id": cell, **value} for cell, value in loaded.env_cells.items()]
+    else:
+        wanted = parse_environment(env)
+        cells = [r for r in loaded.rows if in_environment(r["env"], wanted)]
+    return expectations.dumps(expectations.dump(cells, env))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ subject x transform): the worst outcome wins, in the order of :data:`WORST_FIRST
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import re
@@ -20,9 +21,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
-from .results import Problem, cell_key, iter_records, latest_by_cell
+from .results import NO_DEVICE, Problem, cell_key, iter_records
 
 #: Version of matrix.json's layout (bump on an incompatible change).
 JSON_SCHEMA_VERSION = 1
@@ -38,8 +39,15 @@ _TRANSFORM_ORDER = ("eager", "deepcopy", "deepcopy_used", "pickle", "pickle_used
                     "functional_call", "vmap", "grad", "per_sample_grad", "opacus", "jvp", "compile", "jit_script",
                     "jit_trace", "export", "forward_hooks", "hooks", "bdpy", "checkpoint", "cpu_vs_cuda", "cuda",
                     "to_cuda", "device", "autocast", "float64", "bfloat16", "dtype")
-_OPTIONAL_STR = ("cause", "example", "run", "started", "library", "spec", "cell")
 _OPTIONAL_NUM = ("max_abs_err", "max_rel_err", "atol", "rtol", "duration_s")
+#: The longest free text (message, example, known reason, ...) kept from a record when it is loaded.
+TEXT_CAP = 4000
+#: The longest coordinate, run id, time, cause, version or environment value kept from a record.
+SHORT_CAP = 500
+#: At most this many entries of a record's environment (and of its ``libraries``) are kept.
+ENV_ITEMS_CAP = 100
+#: The merge rules: per cell the record of the newest suite version wins (ties: the latest run), or the latest run.
+NEWEST_SUITE, LATEST_RUN = "newest-suite-version", "latest-run"
 
 
 def worst(outcomes: Iterable[str]) -> str:
@@ -63,76 +71,322 @@ def transform_sort_key(name: str) -> tuple:
     return (len(_TRANSFORM_ORDER), name)
 
 
-def normalise(record: dict) -> dict:
-    """A copy of a valid record with every optional field present and of the expected type.
+# ------------------------------------------------------------------------------------------------------ loading
+def cap(value, limit: int = TEXT_CAP) -> str | None:
+    """``value`` as text of at most ``limit`` characters (plus a note of how many were cut); None stays None."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > limit:
+        return text[:limit] + f"… [{len(text) - limit} more characters cut when loaded]"
+    return text
 
-    ``iter_records`` guarantees the coordinates and the outcome; the rest may be missing or odd in records
-    from older or foreign writers, and must not crash the report.
-    """
-    row = dict(record)
-    for key in _OPTIONAL_STR:
-        value = row.get(key)
-        row[key] = None if value is None else str(value)
-    row["library"] = row["library"] or "unknown"
-    row["spec"] = row["spec"] or "unknown"
-    row["run"] = row["run"] or "unknown"
-    row["started"] = row["started"] or ""
-    for key in _OPTIONAL_NUM:
-        value = row.get(key)
-        row[key] = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and math.isfinite(value) else None
-    tie = row.get("tie_excluded")
-    row["tie_excluded"] = tie if isinstance(tie, int) and not isinstance(tie, bool) else 0
-    for key in ("message", "reproduce"):
-        value = row.get(key)
-        row[key] = "" if value is None else str(value)
-    undone = left_behind(record)
-    if undone:  # shown with the message: a finding about the library/torch even when the cell itself passed
-        row["message"] = (row["message"] + "\n" if row["message"] else "") + LEFT_BEHIND + "; ".join(undone)
-    known = row.get("known")
-    row["known"] = {k: (None if known.get(k) is None else str(known.get(k))) for k in ("reason", "link", "cause")} \
-        if isinstance(known, dict) else None
-    env = row.get("env")
-    row["env"] = env if isinstance(env, dict) else {}
-    row["env_key"] = json.dumps(row["env"], sort_keys=True)  # computed once: environments are deduplicated by it
-    row["id"] = cell_key(row)
-    return row
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) else None
+
+
+def _scalar(value):
+    """An environment value as the report keeps it: JSON scalars (finite numbers), anything else as capped text."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value if math.isfinite(value) else None
+    return cap(value, SHORT_CAP)
+
+
+def clean_env(env) -> dict:
+    """A record's environment with every key and value capped (``libraries`` stays a mapping)."""
+    if not isinstance(env, dict):
+        return {}
+    out = {}
+    for key, value in itertools.islice(env.items(), ENV_ITEMS_CAP):
+        key = cap(key, SHORT_CAP)
+        if key == "libraries" and isinstance(value, dict):
+            out[key] = {cap(k, SHORT_CAP): _scalar(v) for k, v in itertools.islice(value.items(), ENV_ITEMS_CAP)}
+        else:
+            out[key] = _scalar(value)
+    return out
+
+
+#: The fields of a loaded row: the record's, capped, plus ``id`` (the cell), ``env_key`` (the environment's
+#: identity) and ``left_behind`` (what the transform left in the process, also appended to ``message``).
+ROW_FIELDS = ("id", "subject", "library", "spec", "transform", "check", "device", "dtype", "outcome", "cause",
+              "message", "max_abs_err", "max_rel_err", "atol", "rtol", "tie_excluded", "example", "reproduce",
+              "known", "duration_s", "started", "run", "library_version", "env", "env_key", "left_behind")
+#: Row fields that matrix.json does not repeat per check (``env`` becomes ``env_index``).
+NOT_IN_CHECKS = frozenset({"id", "env", "env_key", "left_behind"})
+
+
+class Row:
+    """One loaded cell record: read like a dict (``row["outcome"]``, ``row.get``), stored in slots (a report of a
+    few hundred thousand cells holds one per cell)."""
+
+    __slots__ = ROW_FIELDS
+
+    def __init__(self, **values):
+        for name in ROW_FIELDS:
+            setattr(self, name, values.get(name))
+
+    def __getitem__(self, key: str):
+        try:
+            return getattr(self, key)
+        except (AttributeError, TypeError):
+            raise KeyError(key) from None
+
+    def __setitem__(self, key: str, value) -> None:
+        setattr(self, key, value)
+
+    def __contains__(self, key: str) -> bool:
+        return key in ROW_FIELDS
+
+    def get(self, key: str, default=None):
+        return getattr(self, key, default) if key in ROW_FIELDS else default
+
+    def keys(self) -> tuple[str, ...]:
+        return ROW_FIELDS
+
+    def items(self):
+        return ((name, getattr(self, name)) for name in ROW_FIELDS)
+
+    def __repr__(self) -> str:
+        return f"Row({self.id!r}, {self.outcome!r})"
 
 
 LEFT_BEHIND = "left behind in the worker process (undone before the next cell): "
 
 
-def left_behind(record: dict) -> list[str]:
+def left_behind(record) -> list[str]:
     """What the cell's transform left in process-wide state (conformance.isolation), as recorded."""
+    if isinstance(record, Row):
+        return list(record.left_behind or ())
     extra = record.get("extra")
     lines = extra.get("process_state_restored") if isinstance(extra, dict) else None
     return [str(line) for line in lines] if isinstance(lines, list) else []
 
 
+def no_device_skip(record) -> bool:
+    """A CUDA cell skipped for want of a GPU: it says nothing about the cell (see results.latest_by_cell)."""
+    return record.get("outcome") == "skip" and record.get("message") == NO_DEVICE
+
+
+# ------------------------------------------------------------------------------------------------- environments
+def parse_environment(name: str | None) -> dict | None:
+    """What an expectations environment name says: ``cpu-torch2.13`` -> {"device": "cpu", "torch": "2.13"}; a part
+    the name does not state is None; None when it states neither."""
+    name = name or ""
+    device = re.match(r"(cpu|cuda)\b", name)
+    torch = re.search(r"torch(\d+\.\d+)", name)
+    if not device and not torch:
+        return None
+    return {"device": device.group(1) if device else None, "torch": torch.group(1) if torch else None}
+
+
+def record_environment(env) -> dict:
+    """The machine a record was made on, as an expectations name describes one: device kind (a machine with CUDA
+    or without) and torch release; None where the record does not say."""
+    env = env if isinstance(env, dict) else {}
+    if "cuda" in env:
+        device = "cuda" if env.get("cuda") else "cpu"
+    elif isinstance(env.get("device_name"), str):
+        device = "cpu" if env["device_name"] == "cpu" else "cuda"
+    else:
+        device = None
+    torch = re.match(r"(\d+)\.(\d+)", str(env.get("torch") or ""))
+    return {"device": device, "torch": f"{torch.group(1)}.{torch.group(2)}" if torch else None}
+
+
+def in_environment(env, wanted: dict | None) -> bool:
+    """Whether a record's environment is ``wanted`` (parse_environment); what either side does not state matches."""
+    if wanted is None:
+        return True
+    got = record_environment(env)
+    return all(wanted[k] is None or got[k] is None or wanted[k] == got[k] for k in ("device", "torch"))
+
+
+def environment_label(env) -> str:
+    got = record_environment(env)
+    return f"{got['device'] or 'unknown device'} machine, torch {got['torch'] or 'unknown'}"
+
+
+# ------------------------------------------------------------------------------------------------------ loading
 @dataclass
 class Loaded:
-    """The merged input: the latest record of every cell, and what could not be read."""
+    """The merged input: one record per cell (chosen by ``merge_rule``), and what could not be read.
 
-    rows: list[dict]
+    ``per_source``: records read from each path given. ``suite_versions``: the suite versions the records come from
+    (newest first). ``devices``: devices with a record other than a no-device skip. With an ``environment``,
+    ``env_cells`` holds per cell the chosen record of that environment only ({"outcome", "cause"}) and
+    ``left_out`` how many records of other environments it does not include, per environment.
+    """
+
+    rows: list[Row]
     problems: list[Problem]
     sources: list[str]
     n_records: int = 0
+    per_source: dict[str, int] = field(default_factory=dict)
+    suite_versions: list[dict] = field(default_factory=list)
+    merge_rule: str = NEWEST_SUITE
+    devices: set[str] = field(default_factory=set)
+    environment: str | None = None
+    env_cells: dict[str, dict] | None = None
+    left_out: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def mixed_versions(self) -> bool:
+        return len(self.suite_versions) > 1
 
 
-def load(paths: Iterable[Path | str]) -> Loaded:
-    """Read and merge every record under ``paths``; the most recently started record of a cell wins."""
+class _CappedProblems(list):
+    """Problems whose reasons are capped as they are added (a reason can quote a huge record field)."""
+
+    def append(self, problem: Problem) -> None:
+        super().append(Problem(cap(problem.path, SHORT_CAP), problem.line, cap(problem.reason, SHORT_CAP)))
+
+
+class _Loader:
+    """One pass over the records, keeping per cell only the record that wins and only what the report uses."""
+
+    def __init__(self, merge_rule: str, environment: str | None):
+        self.merge_rule = merge_rule
+        self.wanted = parse_environment(environment)
+        self.strings: dict[str, str] = {}
+        self.envs: dict[str, tuple[str, dict]] = {}
+        self.knowns: dict[tuple, dict] = {}
+        self.chosen: dict[str, tuple[tuple, Row]] = {}
+        self.env_chosen: dict[str, tuple[tuple, dict]] = {}
+        self.left_out: Counter = Counter()
+        self.versions: dict[str | None, dict] = {}
+        self.devices: set[str] = set()
+        self.n_records = 0
+
+    def intern(self, value, limit: int = SHORT_CAP) -> str | None:
+        text = cap(value, limit)
+        return None if text is None else self.strings.setdefault(text, text)
+
+    def rank(self, record: dict, env: dict) -> tuple:
+        # A no-device skip never displaces a record of a run that had a GPU, whatever its suite version; then the
+        # newer suite version (by its commit time; one without a time is older than one with); then the later run.
+        present = not no_device_skip(record)
+        started = str(record.get("started") or "")
+        if self.merge_rule == LATEST_RUN:
+            return (present, started)
+        suite_time = parse_time(env["suite_time"]) if isinstance(env.get("suite_time"), str) else None
+        return (present, suite_time is not None, suite_time or 0.0, started)
+
+    def add(self, record: dict) -> None:
+        self.n_records += 1
+        env = record.get("env") if isinstance(record.get("env"), dict) else {}
+        rank = self.rank(record, env)
+        key = "|".join(self.intern(record[k]) for k in ("subject", "transform", "check", "device", "dtype"))
+        sha = cap(env.get("suite_sha"), SHORT_CAP) if env.get("suite_sha") is not None else None
+        version = self.versions.setdefault(sha, {"suite_sha": sha, "suite_time": None, "records": 0})
+        version["records"] += 1
+        if isinstance(env.get("suite_time"), str) and (version["suite_time"] or "") < env["suite_time"]:
+            version["suite_time"] = cap(env["suite_time"], SHORT_CAP)
+        if rank[0]:
+            self.devices.add(self.intern(record["device"]))
+        if self.wanted is not None:
+            if in_environment(env, self.wanted):
+                old = self.env_chosen.get(key)
+                if old is None or rank >= old[0]:
+                    self.env_chosen[key] = (rank, {"outcome": self.intern(record["outcome"]),
+                                                   "cause": self.intern(record.get("cause"))})
+            else:
+                self.left_out[environment_label(env)] += 1
+        old = self.chosen.get(key)
+        if old is None or rank >= old[0]:
+            self.chosen[key] = (rank, self.row(record, key, env))
+
+    def row(self, record: dict, key: str, env: dict) -> Row:
+        intern = self.intern
+        env_clean = clean_env(env)
+        env_key = json.dumps(env_clean, sort_keys=True)
+        env_key, env_clean = self.envs.setdefault(env_key, (env_key, env_clean))
+        message = cap(record.get("message")) or ""
+        undone = tuple(cap(line) for line in left_behind(record)[:20])
+        if undone:  # shown with the message: a finding about the library/torch even when the cell itself passed
+            message = cap((message + "\n" if message else "") + LEFT_BEHIND + "; ".join(undone))
+        known = record.get("known")
+        if isinstance(known, dict):
+            entry = tuple(intern(known.get(k), TEXT_CAP) for k in ("reason", "link", "cause"))
+            known = self.knowns.setdefault(entry, dict(zip(("reason", "link", "cause"), entry)))
+        else:
+            known = None
+        tie = record.get("tie_excluded")
+        return Row(id=key, subject=intern(record["subject"]), transform=intern(record["transform"]),
+                   check=intern(record["check"]), device=intern(record["device"]), dtype=intern(record["dtype"]),
+                   outcome=intern(record["outcome"]), library=intern(record.get("library")) or "unknown",
+                   spec=intern(record.get("spec")) or "unknown", cause=intern(record.get("cause")),
+                   message=intern(message) if len(message) <= 200 else message,
+                   max_abs_err=_number(record.get("max_abs_err")), max_rel_err=_number(record.get("max_rel_err")),
+                   atol=_number(record.get("atol")), rtol=_number(record.get("rtol")),
+                   tie_excluded=tie if isinstance(tie, int) and not isinstance(tie, bool) else 0,
+                   example=cap(record.get("example")), reproduce=cap(record.get("reproduce")) or "", known=known,
+                   duration_s=_number(record.get("duration_s")), started=intern(record.get("started")) or "",
+                   run=intern(record.get("run")) or "unknown", library_version=intern(record.get("library_version")),
+                   env=env_clean, env_key=env_key, left_behind=undone or None)
+
+
+def normalise(record: dict) -> Row:
+    """One record as the report keeps it (every field present, of the expected type, capped)."""
+    env = record.get("env") if isinstance(record.get("env"), dict) else {}
+    return _Loader(NEWEST_SUITE, None).row(record, cell_key(record), env)
+
+
+def row_order(r: Row) -> tuple:
+    return (r["library"], r["spec"], natural_key(r["subject"]), transform_sort_key(r["transform"]), r["check"],
+            r["device"], r["dtype"])
+
+
+def load(paths: Iterable[Path | str], *, latest_run_wins: bool = False, environment: str | None = None) -> Loaded:
+    """Read every record under ``paths`` in one streaming pass and keep per cell the record that wins: the newest
+    suite version's (by ``env.suite_time``; a record without one is older), then the most recently started; with
+    ``latest_run_wins`` only the most recently started. Either way a no-device CUDA skip never displaces a record of
+    a run that had a GPU. With ``environment`` (an expectations name such as ``cpu-torch2.13``) the records of that
+    environment are also chosen on their own (``Loaded.env_cells``), to be compared like with like."""
     paths = [str(p) for p in paths]
-    problems = [Problem(p, 0, "no such file or directory") for p in paths if not Path(p).exists()]
-    records = []
-    for record in iter_records([p for p in paths if Path(p).exists()], problems):
-        try:
-            records.append(normalise(record))
-        except Exception as exc:  # a valid-looking record with unusable contents: report, keep going
-            problems.append(Problem("?", 0, f"unusable record {str(record)[:120]!r}: {exc}"))
-    rows = sorted(latest_by_cell(records).values(),
-                  key=lambda r: (r["library"], r["spec"], natural_key(r["subject"]), transform_sort_key(r["transform"]),
-                                 r["check"], r["device"], r["dtype"]))
-    return Loaded(rows=rows, problems=problems, sources=paths, n_records=len(records))
+    problems = _CappedProblems()
+    loader = _Loader(LATEST_RUN if latest_run_wins else NEWEST_SUITE, environment)
+    per_source = {}
+    for path in paths:
+        before = loader.n_records
+        if not Path(path).exists():
+            problems.append(Problem(path, 0, "no such file or directory"))
+        else:
+            for record in iter_records([path], problems):
+                try:
+                    loader.add(record)
+                except Exception as exc:  # a valid-looking record with unusable contents: report, keep going
+                    problems.append(Problem(path, 0, f"unusable record {str(record)[:120]!r}: {exc}"))
+        per_source[path] = loader.n_records - before
+    rows = sorted((row for _, row in loader.chosen.values()), key=row_order)
+    shown = Counter(r["env"].get("suite_sha") for r in rows)
+    versions = sorted(loader.versions.values(),
+                      key=lambda v: (parse_time(v["suite_time"] or "") or float("-inf"), v["suite_sha"] or ""),
+                      reverse=True)
+    for version in versions:
+        version["cells_shown"] = shown.get(version["suite_sha"], 0)
+    return Loaded(rows=rows, problems=list(problems), sources=paths, n_records=loader.n_records,
+                  per_source=per_source, suite_versions=versions, merge_rule=loader.merge_rule,
+                  devices=loader.devices, environment=environment if loader.wanted is not None else None,
+                  env_cells={k: v for k, (_, v) in loader.env_chosen.items()} if loader.wanted is not None else None,
+                  left_out=dict(loader.left_out.most_common()))
+
+
+def versions_note(loaded: Loaded) -> str | None:
+    """One sentence when the records come from more than one suite version (None otherwise)."""
+    if not loaded.mixed_versions:
+        return None
+    listed = ", ".join(f"{v['suite_sha'] or 'unknown sha'} ({v['suite_time'] or 'no commit time'}; "
+                       f"{v['records']} records, {v['cells_shown']} shown)" for v in loaded.suite_versions[:10])
+    more = f" and {len(loaded.suite_versions) - 10} more" if len(loaded.suite_versions) > 10 else ""
+    rule = ("the most recently started record of each cell is shown (--latest-run-wins)"
+            if loaded.merge_rule == LATEST_RUN else
+            "each cell shows the record of the newest suite version (by commit time; --latest-run-wins shows the "
+            "most recent run instead)")
+    return f"the records come from {len(loaded.suite_versions)} suite versions: {listed}{more}; {rule}"
 
 
 # ----------------------------------------------------------------------------------------------- aggregation
@@ -231,6 +485,14 @@ class Diff:
     changed_outcomes: list[tuple[str, dict, dict]] = field(default_factory=list)
     new: list[tuple[str, dict]] = field(default_factory=list)
     removed: list[tuple[str, dict]] = field(default_factory=list)
+    #: the expectations' environment when only its records were compared, and what was left out per environment
+    environment: str | None = None
+    left_out: dict[str, int] = field(default_factory=dict)
+    compared: int = 0
+
+    def shows(self, env) -> bool:
+        """Whether a row of ``env`` was part of the comparison (a marked cell must be the compared record)."""
+        return in_environment(env, parse_environment(self.environment)) if self.environment else True
 
     def classification(self) -> dict[str, str]:
         """cell id -> one of regression/fix/cause/changed/new, for marking cells in the matrix."""
@@ -248,33 +510,41 @@ class Diff:
         return {"against": self.against, "regressions": pair(self.regressions), "fixes": pair(self.fixes),
                 "changed_causes": pair(self.changed_causes), "changed_outcomes": pair(self.changed_outcomes),
                 "new": [{"cell": c, "new": n} for c, n in self.new],
-                "removed": [{"cell": c, "old": o} for c, o in self.removed]}
+                "removed": [{"cell": c, "old": o} for c, o in self.removed],
+                "environment": self.environment, "compared": self.compared, "left_out": self.left_out,
+                "left_out_note": left_out_note(self.environment, self.left_out)}
 
 
 def load_baseline(path: Path | str, problems: list[Problem]) -> dict[str, dict]:
-    """cell id -> {"outcome", "cause"} from an expectations JSON file or a results file/directory."""
+    """cell id -> {"outcome", "cause"} from an expectations JSON file or a results file/directory.
+
+    Raises :class:`conformance.expectations.ExpectationsError` for an unusable expectations file and
+    FileNotFoundError for a missing path."""
     from . import expectations
 
     path = Path(path)
-    if path.is_file() and path.suffix == ".json":
+    if path.suffix == ".json" and not path.is_dir():
         return {cell: {"outcome": v["outcome"], "cause": v.get("cause")}
                 for cell, v in expectations.load(path)["cells"].items()}
     if not path.exists():
         raise FileNotFoundError(f"--diff-against {path}: no such file or directory")
-    baseline_problems: list[Problem] = []
-    records = [normalise(r) for r in iter_records([path], baseline_problems)]
-    problems.extend(Problem(p.path, p.line, "baseline: " + p.reason) for p in baseline_problems)
-    return {cell: {"outcome": r["outcome"], "cause": r["cause"]} for cell, r in latest_by_cell(records).items()}
+    baseline = load([path])
+    problems.extend(Problem(p.path, p.line, "baseline: " + p.reason) for p in baseline.problems)
+    return {r["id"]: {"outcome": r["outcome"], "cause": r["cause"]} for r in baseline.rows}
 
 
-def diff(baseline: dict[str, dict], rows: list[dict], against: str = "") -> Diff:
-    """Classify every cell against ``baseline``.
+def diff(baseline: dict[str, dict], rows: Iterable[dict] | dict[str, dict], against: str = "", *,
+         environment: str | None = None, left_out: dict[str, int] | None = None) -> Diff:
+    """Classify every cell against ``baseline``; ``rows`` are report rows or cell id -> {"outcome", "cause"}.
 
     regression: pass/xfail -> fail/crash/timeout/xpass; fix: fail/crash/timeout -> pass; changed cause: same
     outcome, other cause; changed outcome: any other outcome change (e.g. pass -> skip, fail -> xfail).
+    ``environment`` and ``left_out`` record that only that environment's records were compared.
     """
-    result = Diff(against=against)
-    current = {r["id"]: {"outcome": r["outcome"], "cause": r["cause"]} for r in rows}
+    result = Diff(against=against, environment=environment, left_out=dict(left_out or {}))
+    current = rows if isinstance(rows, dict) else {r["id"]: {"outcome": r["outcome"], "cause": r["cause"]}
+                                                   for r in rows}
+    result.compared = len(current)
     for cell in sorted(current):
         new = current[cell]
         old = baseline.get(cell)
@@ -290,6 +560,16 @@ def diff(baseline: dict[str, dict], rows: list[dict], against: str = "") -> Diff
             result.changed_causes.append((cell, old, new))
     result.removed = [(cell, baseline[cell]) for cell in sorted(set(baseline) - set(current))]
     return result
+
+
+def left_out_note(environment: str | None, left_out: dict[str, int]) -> str | None:
+    """What a comparison with the expectations of ``environment`` did not include (None when nothing)."""
+    if not environment or not left_out:
+        return None
+    parts = ", ".join(f"{n} of a {label}" for label, n in itertools.islice(left_out.items(), 10))
+    more = f" and {len(left_out) - 10} more environments" if len(left_out) > 10 else ""
+    return (f"compared only records of environment {environment}; left out {sum(left_out.values())} record(s) "
+            f"of other environments ({parts}{more})")
 
 
 # ----------------------------------------------------------------------------------------------------- model
@@ -318,18 +598,11 @@ def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None 
         libraries[library] = {"counts": agg["counts"], "n_pass": agg["n_pass"], "n_total": agg["n_total"],
                               "pass_rate": round(agg["n_pass"] / agg["n_total"], 4) if agg["n_total"] else None,
                               "subjects": sorted({r["subject"] for r in members})}
-    envs: dict[str, int] = {}
-    env_table = []
-    checks = []
-    for r in rows:
-        key = r["env_key"]
-        if key not in envs:
-            envs[key] = len(env_table)
-            env_table.append(r["env"])
-        check = {k: v for k, v in r.items() if k not in ("env", "env_key", "id")}
-        check["cell"] = r["id"]
-        check["env_index"] = envs[key]
-        checks.append(check)
+    per_transform = {}
+    for (transform,), members in sorted(group(rows, "transform").items(), key=lambda kv: transform_sort_key(kv[0][0])):
+        agg = aggregate(members)
+        per_transform[transform] = {"counts": agg["counts"], "n_pass": agg["n_pass"], "n_total": agg["n_total"],
+                                    "pass_rate": round(agg["n_pass"] / agg["n_total"], 4) if agg["n_total"] else None}
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "doc": JSON_DOC,
@@ -343,17 +616,73 @@ def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None 
         "dtypes": sorted({r["dtype"] for r in rows}),
         "summary": aggregate(rows),
         "libraries": libraries,
+        "transforms_summary": per_transform,
+        "descriptions": descriptions([t for t in transforms], sorted({r["check"] for r in rows})),
+        "suite_versions": loaded.suite_versions,
+        "mixed_suite_versions": versions_note(loaded),
+        "merge_rule": loaded.merge_rule,
         "causes": cause_summary(rows),
         "runs": runs_summary(rows, now),
         "cells": sorted(cells, key=lambda c: (c["library"], c["spec"], natural_key(c["subject"]),
                                               transform_sort_key(c["transform"]))),
-        "checks": checks,
-        "envs": env_table,
+        "envs": [env for _, env in env_index(rows).values()],
         "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in loaded.problems],
         "diff": the_diff.to_json() if the_diff is not None else None,
         "bench": bench or [],
         "agreement": agreement(rows),
     }
+
+
+def env_index(rows: Iterable[Row]) -> dict[str, tuple[int, dict]]:
+    """env_key -> (index, environment), in the order the rows first use them."""
+    index: dict[str, tuple[int, dict]] = {}
+    for r in rows:
+        if r["env_key"] not in index:
+            index[r["env_key"]] = (len(index), r["env"])
+    return index
+
+
+def matrix_json(model: dict, rows: list[Row]) -> Iterator[str]:
+    """matrix.json in pieces: the model, then ``checks`` (one entry per row, streamed: never all in memory)."""
+    from .report_escape import json_text
+
+    index = env_index(rows)
+    yield json_text(model)[:-1] + ',"checks":['
+    for start in range(0, len(rows), 2000):
+        batch = []
+        for r in rows[start:start + 2000]:
+            check = {"schema": 1, "kind": "cell", "cell": r["id"]}
+            check.update((k, v) for k, v in r.items() if k not in NOT_IN_CHECKS)
+            check["env_index"] = index[r["env_key"]][0]
+            batch.append(check)
+        yield ("," if start else "") + json_text(batch)[1:-1]
+    yield "]}\n"
+
+
+_DESCRIPTIONS: dict[str, dict[str, str]] | None = None
+
+
+def describe(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, on one line."""
+    paragraph = " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+    return re.split(r"(?<=[.!?])\s+(?=[A-Z(])", paragraph, maxsplit=1)[0]
+
+
+def descriptions(transforms: Iterable[str], checks: Iterable[str]) -> dict[str, dict[str, str]]:
+    """One line per transform and check, from their definitions' docstrings (conformance.transforms.TRANSFORMS,
+    conformance.checks.CHECKS); a name this suite does not define has none."""
+    global _DESCRIPTIONS
+    if _DESCRIPTIONS is None:
+        try:
+            from .checks import CHECKS
+            from .transforms import TRANSFORMS
+        except Exception:  # the report renders without the framework importable: names without descriptions
+            _DESCRIPTIONS = {"transforms": {}, "checks": {}}
+        else:
+            _DESCRIPTIONS = {"transforms": {t.id: describe(t.fn.__doc__) for t in TRANSFORMS},
+                             "checks": {name: describe(fn.__doc__) for name, fn in CHECKS.items()}}
+    return {"transforms": {t: _DESCRIPTIONS["transforms"].get(t, "") for t in transforms},
+            "checks": {c: _DESCRIPTIONS["checks"].get(c, "") for c in checks}}
 
 
 #: The transform whose cells compare a subject on CUDA with the same subject, parameters and input on CPU.
@@ -408,21 +737,31 @@ def load_bench(paths: Iterable[Path | str], problems: list[Problem]) -> list[dic
     return shown
 
 
-JSON_DOC = """matrix.json: the compatibility matrix, aggregated from recorded cells (latest record per cell wins).
+JSON_DOC = """matrix.json: the compatibility matrix, aggregated from recorded cells (one record per cell, see merge_rule).
 schema_version: layout version. generated: UTC time of rendering. sources: the result paths read.
 worst_first: outcome order used for aggregation (the worst outcome present wins).
 subjects: [{subject, library, spec}]; transforms: column order; devices, dtypes: coordinates present.
 summary: counts over every check. libraries: {library: {counts, n_pass, n_total, pass_rate, subjects}}.
+transforms_summary: {transform: {counts, n_pass, n_total, pass_rate}}.
+descriptions: {transforms: {transform: one line}, checks: {check: one line}}, from their definitions' docstrings
+  ("" for a name this suite does not define).
+suite_versions: [{suite_sha, suite_time (commit time, or null), records (read), cells_shown}], newest first.
+mixed_suite_versions: null, or a sentence saying the records come from several suite versions and which wins.
+merge_rule: "newest-suite-version" (per cell the newest suite version's record, then the latest run) or
+  "latest-run" (--latest-run-wins); either way a no-device CUDA skip never displaces a GPU run's record.
 cells: one per subject x transform over all devices/dtypes: {subject, library, spec, transform,
   counts: {outcome: n}, worst, n_pass, n_total (skips excluded), causes: {cause: n},
   by_device_dtype: {"<device>/<dtype>": {counts, worst, n_pass, n_total}}}.
 causes: [{cause, total (checks), matrix_cells (subject x transform), by_library, by_outcome}].
 runs: [{run, cells, started, age_s, age, stale, devices, torch, suite_sha, n_envs}].
-checks: the raw per-check records (schema of conformance.results) with env replaced by env_index into envs,
-  plus cell = "subject|transform|check|device|dtype".
+checks (last key): the per-check records (schema of conformance.results) as loaded: free text capped at 4000
+  characters, other strings at 500, extra not kept (what a cell left in the process is appended to message);
+  env replaced by env_index into envs, plus cell = "subject|transform|check|device|dtype".
 problems: [{path, line, reason}] for lines that could not be read.
 diff: null, or {against, regressions, fixes, changed_causes, changed_outcomes: [{cell, old, new}],
-  new: [{cell, new}], removed: [{cell, old}]} where old/new = {outcome, cause}.
+  new: [{cell, new}], removed: [{cell, old}], environment (the expectations' environment when only its records
+  were compared, else null), compared (cells compared), left_out ({environment: records not compared}),
+  left_out_note} where old/new = {outcome, cause}.
 bench: benchmark runs shown beside the matrix (python -m conformance.bench): [{source, device, profile, started,
   runs, libraries: {library: [{case, subject, size, mode, against ("spec" or "eager"), ratio (subject time /
   reference time, interleaved median), subject_s, reference_s (median seconds per call), mem_subject,

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import math
+from typing import Iterator
 
-from .report_data import WORST_FIRST, Diff, Loaded, error_size
+from .report_data import WORST_FIRST, Diff, Loaded, error_size, left_out_note
+from .report_escape import html_text, json_text
 
 SYMBOLS = {"pass": "✓", "xfail": "○", "xpass": "★", "fail": "✗", "timeout": "◔", "crash": "☠", "skip": "–"}
 MEANING = {"pass": "matches its spec / property holds", "xfail": "known failure (listed with reason and link)",
@@ -30,15 +31,13 @@ DIFF_CODES = {"regression": 1, "fix": 2, "cause": 3, "changed": 4, "new": 5}
 MESSAGE_LIMIT = 3000  # characters of a message embedded in the page; matrix.json keeps what was recorded
 
 
-def e(value) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+#: Every string from a record, an exception or a library goes through this (report_escape.html_text).
+e = html_text
 
 
 def script_json(data) -> str:
     """JSON that is safe inside a <script> element: no '<', '>' or '&' survives, so '</script>' cannot occur."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return json_text(data)
 
 
 class _Table:
@@ -69,6 +68,12 @@ def _templated(text: str | None, cell_id: str) -> str | None:
 
 
 def embed_data(loaded: Loaded, model: dict, the_diff: Diff | None) -> dict:
+    """The data the page's script reads (as one object; :func:`embed_chunks` writes the same as JSON in pieces)."""
+    return json.loads("".join(embed_chunks(loaded, model, the_diff)))
+
+
+def embed_chunks(loaded: Loaded, model: dict, the_diff: Diff | None) -> Iterator[str]:
+    """The page's data as script-safe JSON, the per-check rows first and in batches (never all as one string)."""
     strings, envs = _Table(), _Table()
     knowns = _Table(lambda v: json.dumps(v, sort_keys=True))
     subjects = [(s["subject"], s["library"], s["spec"]) for s in model["subjects"]]
@@ -76,33 +81,41 @@ def embed_data(loaded: Loaded, model: dict, the_diff: Diff | None) -> dict:
     transforms = model["transforms"]
     transform_index = {t: i for i, t in enumerate(transforms)}
     devices = sorted(set(model["devices"]) | {"cpu", "cuda"})
+    device_index = {d: i for i, d in enumerate(devices)}
     dtypes = model["dtypes"]
+    dtype_index = {d: i for i, d in enumerate(dtypes)}
     outcome_index = {o: i for i, o in enumerate(WORST_FIRST)}
     marks = the_diff.classification() if the_diff is not None else {}
-    rows = []
+    yield '{"rows":['
+    batch: list[list] = []
+    first = True
     for r in loaded.rows:
         message = r["message"]
         if len(message) > MESSAGE_LIMIT:
             more = len(message) - MESSAGE_LIMIT
             message = message[:MESSAGE_LIMIT] + f"\n… [{more} more characters in matrix.json]"
-        rows.append([subject_index[r["subject"]], transform_index[r["transform"]], strings(r["check"]),
-                     devices.index(r["device"]), dtypes.index(r["dtype"]), outcome_index[r["outcome"]],
-                     strings(r["cause"]), strings(_templated(message, r["id"])), _short(r["max_abs_err"]),
-                     _short(r["max_rel_err"]), _short(r["atol"]), _short(r["rtol"]), r["tie_excluded"],
-                     strings(_templated(r["example"], r["id"])), strings(_templated(r["reproduce"], r["id"])),
-                     knowns(r["known"]), envs(r["env_key"]), strings(r["run"]), strings(r["started"]),
-                     _short(r["duration_s"]), DIFF_CODES.get(marks.get(r["id"]), 0)])
-    try:
-        from .causes import CAUSES
-    except Exception:  # the taxonomy is optional for rendering: recorded causes are shown either way
-        CAUSES = {}
-    causes = sorted({r["cause"] for r in loaded.rows if r["cause"]})
-    return {"generated": model["generated"], "outcomes": list(WORST_FIRST), "symbols": SYMBOLS,
+        mark = marks.get(r["id"]) if marks and the_diff.shows(r["env"]) else None
+        batch.append([subject_index[r["subject"]], transform_index[r["transform"]], strings(r["check"]),
+                      device_index[r["device"]], dtype_index[r["dtype"]], outcome_index[r["outcome"]],
+                      strings(r["cause"]), strings(_templated(message, r["id"])), _short(r["max_abs_err"]),
+                      _short(r["max_rel_err"]), _short(r["atol"]), _short(r["rtol"]), r["tie_excluded"],
+                      strings(_templated(r["example"], r["id"])), strings(_templated(r["reproduce"], r["id"])),
+                      knowns(r["known"]), envs(r["env_key"]), strings(r["run"]), strings(r["started"]),
+                      _short(r["duration_s"]), DIFF_CODES.get(mark, 0)])
+        if len(batch) == 2000:
+            yield ("" if first else ",") + json_text(batch)[1:-1]
+            batch, first = [], False
+    if batch:
+        yield ("" if first else ",") + json_text(batch)[1:-1]
+    descriptions = model.get("descriptions") or {}
+    rest = {"generated": model["generated"], "outcomes": list(WORST_FIRST), "symbols": SYMBOLS,
             "subjects": subjects, "transforms": transforms, "devices": devices,
             "present_devices": model["devices"], "dtypes": dtypes, "strings": strings.items,
-            "envs": [json.loads(key) for key in envs.items], "knowns": knowns.items, "rows": rows,
-            "causes": {c: CAUSES.get(c.split(":", 1)[0], "") for c in causes},
+            "envs": [json.loads(key) for key in envs.items], "knowns": knowns.items,
+            "causes": _cause_descriptions(loaded),
+            "transform_docs": [(descriptions.get("transforms") or {}).get(t, "") for t in transforms],
             "stale_after_s": 7 * 24 * 3600}
+    yield "]," + json_text(rest)[1:]
 
 
 # --------------------------------------------------------------------------------------------- static parts
@@ -281,7 +294,8 @@ def _diff_section(the_diff: Diff | None) -> str:
         return f"<details{opened}><summary><h3>{e(title)} ({len(items)})</h3></summary><ul>{body}{more}</ul></details>"
 
     counts = _diff_counts(the_diff)
-    return (f'<section id="diff"><h2>Diff against <code>{e(the_diff.against)}</code></h2><p>{e(counts)}</p>'
+    return (f'<section id="diff"><h2>Diff against <code>{e(the_diff.against)}</code></h2><p>{e(counts)}'
+            f"{_left_out(the_diff)}</p>"
             + pairs("Regressions", the_diff.regressions, "bad") + pairs("Fixes", the_diff.fixes, "good")
             + pairs("Changed causes", the_diff.changed_causes, "")
             + pairs("Other outcome changes", the_diff.changed_outcomes, "")
@@ -294,7 +308,12 @@ def _diff_banner(the_diff: Diff | None) -> str:
     cls = "warn bad" if the_diff.regressions else "warn"
     return (f'<p class="{cls}" id="diff-banner"><b>Diff against <code>{e(the_diff.against)}</code>:</b> '
             f"{e(_diff_counts(the_diff))}. Cells with a regression are outlined (▲), fixed ones marked ▼; "
-            "the lists are below the matrix.</p>")
+            f"the lists are below the matrix.{_left_out(the_diff)}</p>")
+
+
+def _left_out(the_diff: Diff) -> str:
+    note = left_out_note(the_diff.environment, the_diff.left_out)
+    return f" <b>Like with like:</b> {e(note)}." if note else ""
 
 
 def _diff_counts(the_diff: Diff) -> str:
@@ -312,8 +331,44 @@ def _legend() -> str:
     return "".join(f'<span class="chip o-{o}" title="{e(MEANING[o])}">{SYMBOLS[o]} {o}</span>' for o in WORST_FIRST)
 
 
+def _cause_descriptions(loaded: Loaded) -> dict[str, str]:
+    try:
+        from .causes import CAUSES
+    except Exception:  # the taxonomy is optional for rendering: recorded causes are shown either way
+        CAUSES = {}
+    return {c: CAUSES.get(c.split(":", 1)[0], "") for c in sorted({r["cause"] for r in loaded.rows if r["cause"]})}
+
+
+UNDEFINED = '<span class="muted">(not defined by this suite)</span>'
+
+
+def _definitions(model: dict) -> str:
+    """One line per transform and check shown, from their definitions (report_data.descriptions)."""
+    docs = model.get("descriptions") or {}
+    parts = []
+    for title, kind in (("Transforms (columns)", "transforms"), ("Checks (within a cell)", "checks")):
+        items = docs.get(kind) or {}
+        if items:
+            rows = "".join(f"<tr><td><code>{e(name)}</code></td><td>{e(text) or UNDEFINED}</td></tr>"
+                           for name, text in items.items())
+            parts.append(f'<div><h3>{title}</h3><table class="list defs"><tbody>{rows}</tbody></table></div>')
+    if not parts:
+        return ""
+    return ('<section id="definitions"><h2>What the transforms and checks test</h2><div class="defs-wrap">'
+            + "".join(parts) + "</div></section>")
+
+
+def _versions_banner(model: dict) -> str:
+    note = model.get("mixed_suite_versions")
+    return f'<p class="warn" id="suite-versions"><b>Mixed suite versions:</b> {e(note)}.</p>' if note else ""
+
+
 def render(loaded: Loaded, model: dict, the_diff: Diff | None = None) -> str:
-    data = embed_data(loaded, model, the_diff)
+    return "".join(render_chunks(loaded, model, the_diff))
+
+
+def render_chunks(loaded: Loaded, model: dict, the_diff: Diff | None = None) -> Iterator[str]:
+    """matrix.html in pieces (the embedded data is streamed: a large report is never one string in memory)."""
     css, js = _CSS, _JS
     # Only this exact script may run: a string that escaped its escaping still could not execute.
     digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode()
@@ -323,7 +378,7 @@ def render(loaded: Loaded, model: dict, the_diff: Diff | None = None) -> str:
     totals = " ".join(f'<span class="chip o-{o}">{SYMBOLS[o]} {o} {n}</span>' for o, n in summary["counts"].items())
     torch_versions = sorted({str(env.get("torch")) for env in model["envs"]})
     coloring = "".join(f".o-{o}{{--c:{c}}}" for o, c in COLORS.items())
-    return f"""<!DOCTYPE html>
+    yield f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{e(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -335,6 +390,7 @@ def render(loaded: Loaded, model: dict, the_diff: Diff | None = None) -> str:
 torch {e(", ".join(torch_versions) or "?")} · devices {e(", ".join(model["devices"]) or "none")} ·
 pass {summary["n_pass"]}/{summary["n_total"]} (skips excluded)</p>
 <p class="totals">{totals}</p></header>
+{_versions_banner(model)}
 {_problems(model)}
 {_diff_banner(the_diff)}
 <section id="controls">
@@ -349,9 +405,11 @@ pass {summary["n_pass"]}/{summary["n_total"]} (skips excluded)</p>
 <span id="shown" class="muted"></span>
 </section>
 <p class="legend">{_legend()} <span class="muted">· a cell shows its worst outcome and passing/total checks
-(skips excluded); click it for every check behind it.</span></p>
+(skips excluded); click it for every check behind it; a column's header says what its transform tests (below: every
+transform and check in one line).</span></p>
 <noscript><p class="warn">The matrix needs JavaScript; matrix.md holds the same table.</p></noscript>
 <div id="matrix-wrap"><table id="matrix"><thead></thead><tbody></tbody></table></div>
+{_definitions(model)}
 {_agreement_section(model.get("agreement") or [])}
 {_bench_section(model.get("bench") or [])}
 {_diff_section(the_diff)}
@@ -359,10 +417,12 @@ pass {summary["n_pass"]}/{summary["n_total"]} (skips excluded)</p>
 <div id="details-body"></div></aside>
 <section id="summary"><h2>Pass rate per library</h2>{_bar_chart(model)}
 <h2>Causes</h2><p class="muted">How many checks (and subject × transform cells) each cause explains, across libraries;
-click a row to filter the matrix.</p>{_cause_table(model, data["causes"])}
+click a row to filter the matrix.</p>{_cause_table(model, _cause_descriptions(loaded))}
 <h2>Runs</h2>{_runs_table(model)}</section>
 <pre id="selftest" hidden></pre>
-<script type="application/json" id="report-data">{script_json(data)}</script>
+<script type="application/json" id="report-data">"""
+    yield from embed_chunks(loaded, model, the_diff)
+    yield f"""</script>
 <script>{js}</script>
 </body></html>
 """
@@ -418,6 +478,7 @@ summary h3{display:inline}summary{cursor:pointer;margin:6px 0}
 h3.bad{color:#b91c1c}h3.good{color:#15803d}
 svg.chart text{font:12px system-ui,sans-serif;fill:#333}
 #bench{margin:12px 0}#bench h4{margin:8px 0 2px}svg.bench text{font-size:11px}
+#definitions .defs-wrap{display:flex;flex-wrap:wrap;gap:0 28px}table.defs td:first-child{white-space:nowrap}
 .repro{user-select:all;background:#eef2ff;padding:2px 4px;border-radius:3px;word-break:break-all}
 """
 
@@ -484,7 +545,7 @@ _JS = r"""
   function render() {
     const cols = D.transforms.map((t, i) => i).filter((i) => !state.transform || D.transforms[i] === state.transform);
     const head = el("tr", null, el("th", { class: "corner" }, "subject"));
-    for (const ti of cols) head.append(el("th", { class: "tr", title: D.transforms[ti] }, el("span", null, D.transforms[ti])));
+    for (const ti of cols) head.append(el("th", { class: "tr", title: D.transforms[ti] + (D.transform_docs[ti] ? ": " + D.transform_docs[ti] : "") }, el("span", null, D.transforms[ti])));
     document.querySelector("#matrix thead").replaceChildren(head);
     const libStats = new Map();
     for (const r of D.rows) {

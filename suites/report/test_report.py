@@ -306,20 +306,21 @@ STUB = textwrap.dedent("""
 """)
 
 
-def test_no_results_runs_the_matrix_first_and_streams_its_progress(tmp_path, out_dir, capfd):
+def test_no_results_runs_the_matrix_first_and_streams_its_progress(tmp_path, out_dir, capfd, monkeypatch):
     payload = write(tmp_path / "payload.jsonl", [record("stub.A", "eager", "c", "pass"),
                                                  record("stub.A", "vmap", "c", "fail")])
     stub = tmp_path / "stub.py"
     stub.write_text(STUB.format(payload=str(payload)))
-    results = tmp_path / "results"
-    rc = main(["--results", str(results), "--out", str(out_dir), "--run-cmd", f"{sys.executable} {stub}"])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(report, "machine_devices", lambda: {"cpu"})
+    rc = main(["--out", str(out_dir), "--run-cmd", f"{sys.executable} {stub}"])
     out = capfd.readouterr().out
     assert rc == 0
     assert "running the matrix" in out and "stub-progress: collected 2 items" in out
+    assert (tmp_path / "reports" / "results" / "gw0.jsonl").exists()
     assert len(read_json(out_dir / "matrix.json")["checks"]) == 2
-    empty = tmp_path / "results2"
-    rc = main(["--results", str(empty), "--out", str(out_dir), "--run-cmd", f"{{python}} {stub} --empty",
-               "--quiet"])
+    monkeypatch.chdir(tmp_path / "reports")  # a directory without records: the run records nothing
+    rc = main(["--out", str(out_dir), "--run-cmd", f"{{python}} {stub} --empty", "--quiet"])
     assert rc == 2
     assert "no records found" in capfd.readouterr().err
 
@@ -370,7 +371,9 @@ def test_twenty_thousand_checks_render_fast_and_small(tmp_path, out_dir):
 
 def test_a_killed_matrix_run_is_finished_by_the_next_report_not_shown_as_complete(tmp_path, out_dir, monkeypatch,
                                                                                    capfd):
-    results = tmp_path / "results"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(report, "machine_devices", lambda: {"cpu"})
+    results = tmp_path / "reports" / "results"
     calls = []
 
     def killed_then_finished(words):
@@ -382,12 +385,14 @@ def test_a_killed_matrix_run_is_finished_by_the_next_report_not_shown_as_complet
         return 0
 
     monkeypatch.setattr(report.subprocess, "call", killed_then_finished)
-    assert main(["--results", str(results), "--out", str(out_dir), "--quiet"]) == 0
+    assert main(["--out", str(out_dir), "--quiet"]) == 0
     assert (results / report.RUNNING_MARKER).exists() and "--resume" not in calls[0]
-    assert main(["--results", str(results), "--out", str(out_dir), "--quiet", "--no-run"]) == 0
+    assert main(["--out", str(out_dir), "--quiet", "--no-run"]) == 0
     assert "did not finish" in capfd.readouterr().err and len(calls) == 1
-    assert main(["--results", str(results), "--out", str(out_dir), "--quiet"]) == 0
+    assert main(["--results", str(results), "--out", str(out_dir), "--quiet"]) == 0  # named: never run into
+    assert "did not finish" in capfd.readouterr().err and len(calls) == 1
+    assert main(["--out", str(out_dir), "--quiet"]) == 0
     assert calls[1][-1] == "--resume" and "finishing the interrupted matrix run" in capfd.readouterr().out
     assert not (results / report.RUNNING_MARKER).exists()
     assert len(read_json(out_dir / "matrix.json")["checks"]) == 2
-    assert main(["--results", str(results), "--out", str(out_dir), "--quiet"]) == 0 and len(calls) == 2
+    assert main(["--out", str(out_dir), "--quiet"]) == 0 and len(calls) == 2
