@@ -7,42 +7,53 @@ library in the records (the report reads records only; nothing is re-derived).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from tabulate import tabulate
 
-from .report_data import left_behind
-from .results import iter_records, latest_by_cell
+from .fileio import atomic_write
+from .report_data import LEFT_BEHIND, left_behind, load
+from .report_escape import md_code, md_fence, md_text, md_url, terminal_text
 
 FAILING = ("fail", "xfail", "xpass", "crash", "timeout")
 #: Libraries under test as transforms rather than subjects: their page gathers the cells of their transforms.
 TRANSFORM_LIBRARIES = {"bdpy": "bdpy_"}
 
 
-def render(library: str, records: list[dict]) -> str:
-    """The Markdown page of one library."""
-    versions = sorted({r["env"].get("libraries", {}).get(library, "?") for r in records if r.get("env")})
-    torch_versions = sorted({r["env"].get("torch", "?") for r in records if r.get("env")})
-    lines = [f"# {library}", "",
-             f"Generated from {len(records)} recorded cells ({library} {', '.join(versions)}; torch "
-             f"{', '.join(torch_versions)}). Regenerate: `python -m conformance.libdocs`.", ""]
-    by_subject: dict[str, list[dict]] = defaultdict(list)
+def page_name(library: str) -> str:
+    """The file name of a library's page: its name with anything but letters, digits, ``.``, ``_`` and ``-``
+    replaced (a recorded library name never leads outside the output directory)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", library)[:100].lstrip(".")
+    return (name or "unknown") + ".md"
+
+
+def render(library: str, records: list) -> str:
+    """The Markdown page of one library (every recorded string escaped)."""
+    versions = sorted({str((r["env"].get("libraries") or {}).get(library, "?")) for r in records if r.get("env")})
+    torch_versions = sorted({str(r["env"].get("torch", "?")) for r in records if r.get("env")})
+    lines = [f"# {md_text(library)}", "",
+             f"Generated from {len(records)} recorded cells ({md_text(library)} {md_text(', '.join(versions))}; "
+             f"torch {md_text(', '.join(torch_versions))}). Regenerate: `python -m conformance.libdocs`.", ""]
+    by_subject: dict[str, list] = defaultdict(list)
     for r in records:
         by_subject[r["subject"]].append(r)
     rows = []
     for subject, recs in sorted(by_subject.items()):
         counts = Counter(r["outcome"] for r in recs)
         ran = sum(v for k, v in counts.items() if k != "skip")
-        rows.append([subject, recs[0]["spec"], f"{counts['pass']}/{ran}", counts["xfail"],
-                     counts["fail"] + counts["crash"] + counts["timeout"] + counts["xpass"], counts["skip"]])
+        rows.append([md_text(subject), md_text(recs[0]["spec"]), f"{counts['pass']}/{ran}", str(counts["xfail"]),
+                     str(counts["fail"] + counts["crash"] + counts["timeout"] + counts["xpass"]), str(counts["skip"])])
     lines += ["## Summary", "", tabulate(rows, headers=["subject", "spec", "pass/ran", "known failures",
-                                                         "unexpected", "skipped"], tablefmt="github"), ""]
+                                                         "unexpected", "skipped"], tablefmt="github",
+                                         disable_numparse=True), ""]
     works = sorted({(r["transform"]) for r in records if r["outcome"] == "pass"})
-    lines += ["## What works", "", "Transforms with at least one passing check: " + ", ".join(works or ["none"]), ""]
+    lines += ["## What works", "", "Transforms with at least one passing check: "
+              + ", ".join(md_text(w) for w in works or ["none"]), ""]
     lines += ["## What fails, and why", ""]
-    groups: dict[tuple, list[dict]] = defaultdict(list)
+    groups: dict[tuple, list] = defaultdict(list)
     for r in records:
         if r["outcome"] in FAILING:
             reason = (r.get("known") or {}).get("reason") or ""
@@ -55,24 +66,31 @@ def render(library: str, records: list[dict]) -> str:
         first = min(recs, key=lambda r: (r["device"] != "cpu", r["transform"], r["check"], r["dtype"]))
         cells = sorted({f"{r['transform']}/{r['check']}/{r['device']}/{r['dtype']}" for r in recs})
         link = (first.get("known") or {}).get("link")
-        lines += [f"### {subject}: `{cause or first['outcome']}`", ""]
+        lines += [f"### {md_text(subject)}: {md_code(cause or first['outcome'])}", ""]
         if reason:
-            lines += [f"**Why:** {reason}" + (f" ([evidence]({link}))" if link and link.startswith("http")
-                                             else (f" (evidence: {link})" if link else "")), ""]
+            url = md_url(link)
+            lines += [f"**Why:** {md_text(reason)}" + (f" ([evidence]({url}))" if url
+                                                      else (f" (evidence: {md_text(link)})" if link else "")), ""]
         outcomes = Counter(r["outcome"] for r in recs)
-        lines += [f"Cells ({', '.join(f'{n} {o}' for o, n in sorted(outcomes.items()))}): "
-                  + ", ".join(f"`{c}`" for c in cells[:12]) + (" ..." if len(cells) > 12 else ""), ""]
-        message = (first.get("message") or "").strip().splitlines()
+        lines += [f"Cells ({', '.join(f'{n} {md_text(o)}' for o, n in sorted(outcomes.items()))}): "
+                  + ", ".join(md_code(c) for c in cells[:12]) + (" ..." if len(cells) > 12 else ""), ""]
+        message = _own_message(first).strip().splitlines()
         if message:
-            lines += ["```", *[m[:160] for m in message[:6]], "```", ""]
+            lines += [*md_fence("\n".join(m[:160] for m in message[:6])), ""]
         undone = sorted({line for r in recs for line in left_behind(r)})
         if undone:
             lines += ["Left behind in the worker process (the harness undid it before the next cell; in a user's "
-                      "process it stays and changes what runs next):", "", *[f"- `{line}`" for line in undone], ""]
+                      "process it stays and changes what runs next):", "", *[f"- {md_code(line)}" for line in undone],
+                      ""]
         if first.get("example"):
-            lines += [f"Minimal example: `{first['example'][:300]}`", ""]
-        lines += ["Reproduce:", "", "```bash", first.get("reproduce", ""), "```", ""]
+            lines += [f"Minimal example: {md_code(first['example'][:300])}", ""]
+        lines += ["Reproduce:", "", *md_fence(first.get("reproduce") or "", "bash"), ""]
     return "\n".join(lines)
+
+
+def _own_message(row) -> str:
+    """The recorded message without what the report appends of the left-behind state (listed on its own)."""
+    return (row.get("message") or "").split("\n" + LEFT_BEHIND, 1)[0].split(LEFT_BEHIND, 1)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,25 +98,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", nargs="+", default=["reports/results"])
     parser.add_argument("--out", default="docs/libraries")
     args = parser.parse_args(argv)
-    problems: list = []
-    records = list(latest_by_cell(iter_records(args.results, problems)).values())
-    for problem in problems:
-        print(f"libdocs: skipped {problem}", file=sys.stderr)
-    by_library: dict[str, list[dict]] = defaultdict(list)
+    loaded = load(args.results)
+    for problem in loaded.problems:
+        print(f"libdocs: skipped {terminal_text(problem)}", file=sys.stderr)
+    records = loaded.rows
+    by_library: dict[str, list] = defaultdict(list)
     for r in records:
-        by_library[r.get("library", "unknown")].append(r)
+        by_library[r["library"]].append(r)
     for library, prefix in TRANSFORM_LIBRARIES.items():
-        mine = [r for r in records if r.get("transform", "").startswith(prefix)]
+        mine = [r for r in records if r["transform"].startswith(prefix)]
         if mine:
             by_library[library] = mine
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for library, recs in sorted(by_library.items()):
-        path = out / f"{library}.md"
-        tmp = path.with_suffix(".md.tmp")
-        tmp.write_text(render(library, recs), encoding="utf-8")
-        tmp.replace(path)
-        print(f"libdocs: wrote {path} ({len(recs)} cells)")
+        path = out / page_name(library)
+        atomic_write(path, render(library, recs))
+        print(f"libdocs: wrote {terminal_text(path)} ({len(recs)} cells)")
     return 0 if records else 2
 
 

@@ -11,7 +11,7 @@ In every format, control characters (ANSI escape sequences start with one), C1 c
 overrides are shown as visible escapes (``\\x1b``, ``\\u202e``) instead of acting on the reader's screen.
 
 >>> md_text("a|b <script> [x](javascript:y)")
-'a&#124;b &lt;script&gt; \\\\[x\\\\](javascript:y)'
+'a&#124;b &lt;script&gt; [x]\\\\(javascript:y)'
 >>> terminal_text("\\x1b[31mred\\nline")
 '\\\\x1b[31mred\\\\nline'
 """
@@ -50,17 +50,20 @@ def html_text(value: object) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------- Markdown
-# Entities for what would open HTML or break a table row; backslash escapes for what would open a code span, a
-# link or image, emphasis or strike-through. Underscores inside a word cannot open emphasis and stay readable.
+# Entities for what would open HTML or an autolink or break a table row; backslash escapes for what would open a
+# code span, emphasis or strike-through. A link or image needs "](" or "][" (GitHub has no reference definitions
+# for a shortcut "[x]"), so only those are broken and brackets stay readable; so do underscores inside a word.
 _MD_TABLE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "\\": "&#92;", "`": "\\`",
-                           "*": "\\*", "[": "\\[", "]": "\\]", "~": "\\~", "#": "\\#"})
+                           "*": "\\*", "~": "\\~"})
 _MD_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+_MD_LINK = re.compile(r"\]([(\[])")
 _PLAIN_CODE = re.compile(r"[^`\\<>&]+")
 
 
 def md_text(value: object) -> str:
     """Inline Markdown text, one line, safe in a GitHub table cell: renders as exactly the characters given."""
-    return _MD_UNDERSCORE.sub(r"\\_", visible(value, one_line=True).translate(_MD_TABLE))
+    text = _MD_UNDERSCORE.sub(r"\\_", visible(value, one_line=True).translate(_MD_TABLE))
+    return _MD_LINK.sub(r"]\\\1", text)
 
 
 def md_code(value: object) -> str:

@@ -232,7 +232,9 @@ def test_state_a_transform_left_in_the_process_is_shown_with_the_cell_escaped(wr
     assert "export failed\n" + report_data.LEFT_BEHIND + hook in data["strings"]
     assert libdocs.main(["--results", str(results), "--out", str(tmp_path / "docs")]) == 0
     page = (tmp_path / "docs" / "lib.md").read_text()
-    assert "Left behind in the worker process" in page and f"- `{hook}`" in page
+    assert "Left behind in the worker process" in page and "<lambda>" not in page
+    assert ("- <code>global hook left installed in torch.nn.modules.module.\\_global_forward_hooks: &lt;lambda&gt;"
+            "</code>") in page
 
 
 def test_cpu_cuda_agreement_names_the_disagreeing_subjects_and_by_how_much(write_records, out_dir):
