@@ -76,8 +76,10 @@ def dump(rows: Iterable[dict], env: str) -> dict:
 
 
 def dumps(data: dict) -> str:
-    """An expectations file's text (ASCII JSON: a recorded string cannot carry a control character into it)."""
-    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+    """An expectations file's text (keys sorted; recorded strings escaped as in every JSON the report writes)."""
+    from .report_escape import json_text
+
+    return json_text(data, indent=1, sort_keys=True) + "\n"
 
 
 def environment_name() -> str:

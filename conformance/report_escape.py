@@ -103,11 +103,11 @@ def md_url(value: object) -> str | None:
 _JSON_UNSAFE = re.compile(r"[<>&\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
 
 
-def json_text(data, *, indent: int | None = None) -> str:
+def json_text(data, *, indent: int | None = None, sort_keys: bool = False) -> str:
     """``data`` as JSON (NaN refused). Besides what JSON escapes itself (C0 controls), ``<``, ``>``, ``&``, C1
     controls, direction overrides and lone surrogates are ``\\u`` escapes: the text can be embedded in an HTML
     ``<script>`` element, printed on a terminal and written as UTF-8."""
-    text = json.dumps(data, ensure_ascii=False, allow_nan=False, indent=indent,
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, indent=indent, sort_keys=sort_keys,
                       separators=(",", ":") if indent is None else (",", ": "))
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 

@@ -1,0 +1,189 @@
+"""Every output escapes what it renders: a record with hostile text in every field (coordinates, environment,
+library names and versions, known failure, example, message, cause, run, ...), a hostile unreadable line and a
+hostile benchmark file, rendered into every format (HTML, Markdown, JSON, library pages, expectations, terminal
+lines), and nothing comes out raw."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from conformance import expectations, libdocs, report_html
+from conformance.report import main
+from conformance.report_escape import md_code, md_text
+
+from .conftest import record, write
+
+HOSTILE = ("<script>alert(1)</script><img src=x onerror=alert(2)>|`[click](javascript:alert(3))`[r][x] **b** _i_ "
+           "~~s~~ <https://evil.example> \x1b[2J\x1b]0;title\x07\r\n\t\x00\x9b\u202e\u2028 &amp; \\| ``` \ud800 #")
+MARK = "HOSTILE-"
+#: Raw control characters (newline and tab aside), direction overrides and lone surrogates.
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+UNTOUCHED = {"schema", "kind", "outcome", "max_abs_err", "max_rel_err", "atol", "rtol", "tie_excluded", "duration_s"}
+
+
+def hostile(where: str) -> str:
+    return f"{MARK}{where} {HOSTILE}"
+
+
+def poison(value, where: str):
+    """Every string in ``value`` replaced by hostile text naming where it is; the keys of a mapping too."""
+    if isinstance(value, str):
+        return hostile(where)
+    if isinstance(value, dict):
+        return {(k if where == "record" and k in UNTOUCHED else hostile(f"{where}.key:{k}") if where.endswith(
+            "libraries") else k): (v if where == "record" and k in UNTOUCHED else poison(v, f"{where}.{k}"))
+            for k, v in value.items()}
+    if isinstance(value, list):
+        return [poison(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def hostile_record(outcome: str, **fixed) -> dict:
+    rec = record("s", "t", "c", outcome, cause="x", message="x", example="x",
+                 known={"reason": "x", "link": "x", "cause": "x"}, extra={"process_state_restored": ["x", "y"]})
+    rec["library_version"] = "x"
+    rec["env"] = dict(rec["env"], cuda="x", suite_time="x", suite_version="x", device_name="x")
+    rec = poison(rec, "record")
+    assert not [k for k, v in rec.items() if isinstance(v, str) and k not in UNTOUCHED and MARK not in v]
+    rec.update(fixed)
+    return rec
+
+
+@pytest.fixture
+def hostile_outputs(tmp_path, capfd):
+    records = [hostile_record("fail"), hostile_record("xfail", subject=hostile("xfail.subject")),
+               hostile_record("fail", transform="cpu_vs_cuda", device="cuda"),  # the CPU/CUDA agreement table
+               hostile_record("fail", transform="bdpy_" + hostile("bdpy"))]  # a transform library's page
+    results = write(tmp_path / "results" / "gw0.jsonl", records).parent
+    bad = dict(records[0], outcome=hostile("bad-outcome"))  # an unreadable line quoting hostile text
+    with open(results / "gw0.jsonl", "ab") as handle:  # a raw lone surrogate too: the reader replaces it
+        handle.write((json.dumps(bad) + "\n" + hostile("not-json") + "\n").encode("utf-8", "surrogatepass"))
+    before = write(tmp_path / "before" / "gw0.jsonl", [dict(r, outcome="pass", cause=None) for r in records])
+    from suites.bench.test_gate import document
+
+    case = f"{hostile('bench-subject')}|{hostile('size')}|{hostile('mode')}"
+    bench = document({case: 1.5}, skipped={hostile("skipped-case"): hostile("skip-reason")})
+    bench["entries"][case]["library"] = hostile("bench-library")
+    bench.update(device=hostile("bench-device"), profile=hostile("bench-profile"), started=hostile("bench-started"))
+    bench_file = tmp_path / "bench.json"
+    bench_file.write_text(json.dumps(bench))
+    out = tmp_path / "out"
+    expected = tmp_path / "expected.json"
+    assert main(["--results", str(results), "--out", str(out), "--no-run", "--bench", str(bench_file),
+                 "--diff-against", str(before), "--write-expectations", str(expected), "--env", "lab",
+                 "--report-url", "javascript:alert(1)"]) == 0
+    assert libdocs.main(["--results", str(results), "--out", str(tmp_path / "docs")]) == 0
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema": 1, "env": "lab", "cells": {
+        hostile("a|b|c|d|e").replace("|", "/") + "|t|c|cpu|e": {"outcome": "pass", "cause": hostile("cause")}}}))
+    assert expectations.main(["check", "--env", "lab", "--results", str(results), "--file", str(other)]) == 1
+    terminal = capfd.readouterr()
+    return tmp_path, out, terminal.out + terminal.err
+
+
+class Tags(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_html_has_no_markup_from_a_record(hostile_outputs):
+    _, out, _ = hostile_outputs
+    page = (out / "matrix.html").read_text(encoding="utf-8")
+    assert MARK in page and not RAW_CONTROL.search(page)
+    parser = Tags()
+    parser.feed(page)
+    scripts = [attrs for tag, attrs in parser.tags if tag == "script"]
+    assert scripts == [{"type": "application/json", "id": "report-data"}, {}]
+    assert not [tag for tag, _ in parser.tags if tag in ("img", "iframe", "object", "embed", "a", "base", "form")]
+    assert not [(tag, name) for tag, attrs in parser.tags for name in attrs if name.startswith("on")]
+    outside_js = page.replace(report_html._JS, "")  # the page's own script names "<script" in its self-test
+    assert len(re.findall(r"<script", outside_js, re.I)) == 2 and not re.search(r"<img", page, re.I)
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+    assert any(HOSTILE[:40] in s for s in data["strings"] if s)
+
+
+def unescaped(line: str, char: str) -> int:
+    return len(re.findall(rf"(?<!\\)(?:\\\\)*{re.escape(char)}", line))
+
+
+def check_markdown(text: str, name: str) -> None:
+    assert MARK in text, name
+    assert not RAW_CONTROL.search(text), (name, RAW_CONTROL.search(text))
+    fence = None
+    table_columns = None
+    for number, line in enumerate(text.splitlines(), 1):
+        where = f"{name}:{number}: {line[:200]!r}"
+        if fence:
+            if line == fence:
+                fence = None
+            else:
+                assert not line.startswith(fence), where  # no line inside can close the block
+            continue
+        opening = re.match(r"(`{3,})", line)
+        if opening:
+            fence = opening.group(1)
+            continue
+        tags = {t.lower() for t in re.findall(r"</?([A-Za-z][A-Za-z0-9-]*)", line)}
+        assert tags <= {"code"}, where
+        assert not re.search(r"(?<!\\)\]\((?!https?://)", line), where  # no link but to http(s)
+        assert not re.search(r"(?<!\\)\]\[", line), where
+        assert unescaped(line, "`") % 2 == 0, where  # code spans open and close on their line
+        if line.startswith("|"):
+            columns = unescaped(line, "|")
+            table_columns = table_columns or columns
+            assert columns == table_columns, where  # a recorded '|' never adds a column
+        else:
+            table_columns = None
+    assert fence is None, name
+
+
+def test_markdown_outputs_escape_every_recorded_string(hostile_outputs):
+    tmp_path, out, _ = hostile_outputs
+    pages = sorted((tmp_path / "docs").iterdir())
+    for path in [out / "matrix.md", out / "summary.md", out / "diff.md", *pages]:
+        check_markdown(path.read_text(encoding="utf-8"), path.name)
+    assert {p.parent for p in pages} == {tmp_path / "docs"} and len(pages) >= 2
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+\.md", p.name) for p in pages), pages
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "javascript:alert(1)" not in summary  # a --report-url that is not http(s) is not linked
+
+
+def test_json_outputs_are_valid_and_carry_the_text_escaped(hostile_outputs):
+    tmp_path, out, _ = hostile_outputs
+    for path in (out / "matrix.json", tmp_path / "expected.json"):
+        text = path.read_text(encoding="utf-8")
+        assert not RAW_CONTROL.search(text) and "<" not in text and ">" not in text, path
+        data = json.loads(text)
+        assert MARK in json.dumps(data)
+    check = json.loads((out / "matrix.json").read_text())["checks"][0]
+    assert HOSTILE[:60] in check["message"]  # the text itself survives, as data
+
+
+def test_terminal_lines_carry_no_control_characters_and_no_line_breaks_from_records(hostile_outputs):
+    _, _, printed = hostile_outputs
+    assert MARK in printed and not RAW_CONTROL.search(printed)
+    for line in printed.splitlines():
+        if MARK in line:
+            assert re.match(r"(conformance\.report|libdocs|expectations): |  (REGRESSION|fixed) |\| ", line), line
+
+
+@pytest.mark.parametrize("text", [HOSTILE, "a|b", "x`y", "<b>", "[a](javascript:b)", "![i](http://x)", "\\|"])
+def test_markdown_escaping_round_trips_through_a_table_cell(text):
+    for escaped in (md_text(text), md_code(text)):
+        assert not RAW_CONTROL.search(escaped) and "\n" not in escaped
+        assert unescaped(escaped.replace("\\|", ""), "|") == 0 or escaped.startswith("`")
+        assert not re.search(r"<(?!/?code>)", escaped)
+
+
+def test_checked_in_library_pages_have_safe_names():
+    pages = sorted(Path(libdocs.__file__).resolve().parents[1].joinpath("docs", "libraries").glob("*.md"))
+    assert pages and all(libdocs.page_name(p.stem) == p.name for p in pages)
