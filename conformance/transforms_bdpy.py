@@ -1,8 +1,9 @@
 """bdpy's ``FeatureExtractor`` (``bdpy.dl.torch``, bdpy 0.26) as a transform: feature extraction by forward hooks,
-with an in-place op downstream of the subject (seed 001, ``shared/seeds/001_*.txt``).
+with an in-place op downstream of the subject (bdpy pull request 56, https://github.com/KamitaniLab/bdpy/pull/56, and
+issue 16, https://github.com/KamitaniLab/bdpy/issues/16: hooks that keep a reference see the later in-place ReLU).
 
 The encoder bdpy sees is a two-layer network, ``subject`` then an in-place op (``InplaceDownstream``, the
-``ReLU(inplace=True)`` of the seed); bdpy is asked for the features of the subject and of every submodule of it
+``ReLU(inplace=True)`` of that report); bdpy is asked for the features of the subject and of every submodule of it
 that runs, listed in the order their forward hooks fire (bdpy pairs hook outputs with layer names by position, so
 any other order would mislabel features by construction). Observer hooks registered before bdpy's record each
 layer's output object and a copy of its value at capture time; after ``FeatureExtractor.run`` returns, each
@@ -41,7 +42,7 @@ SUBJECT_LAYER = "subject"
 POSITIONAL_LINK = f"{SOURCE}#L89"  # features[layer] = outputs[i]
 TUPLE_OUTPUT_LINK = f"{SOURCE}#L138"  # outputs.append(module_out.detach().clone())
 BY_REFERENCE = ("FeatureExtractor(detach=False) keeps each hooked module_out by reference "
-                "(FeatureExtractorHandle.outputs.append(module_out)); the in-place op after the subject (seed 001's "
+                "(FeatureExtractorHandle.outputs.append(module_out)); the in-place op after the subject (bdpy issue 16's "
                 "ReLU(inplace=True)) overwrites the subject's feature before run() returns")
 GRAD_THROUGH_OVERWRITTEN = ("FeatureExtractor(detach=False) returns the subject's output tensor itself, which the in-place "
                             "op downstream has turned into 2*y+1: a loss on that feature back-propagates through the "

@@ -28,7 +28,8 @@ from ..types import Example, Known, Subject
 LIBRARY = "bitorch"
 REQUIRES = ("bitorch",)
 SOURCE = "https://github.com/hpi-xnor/bitorch/blob/v0.4.1/bitorch"
-SEED_000 = "shared/seeds/000_9bd9b646f62564b0.txt"
+#: The upstream pull request that reports bitorch's deepcopy and vmap failures, with their tracebacks.
+DEEPCOPY_VMAP_PR = "https://github.com/hpi-xnor/bitorch/pull/4"
 
 #: Positive gradient-cancellation thresholds: the ones bitorch's code honours as given.
 _THRESHOLDS = st.sampled_from([0.5, 1.0, 2.0])
@@ -132,7 +133,7 @@ _NO_SETUP_CONTEXT = "autograd-function-without-setup_context"
 def _functorch_known(function: str, transforms: tuple[str, ...]) -> tuple[Known, ...]:
     reason = (f"bitorch's {function} is an autograd.Function written forward(ctx, ...) without setup_context, "
               "which torch.func (vmap/grad/jvp, Opacus' functorch path) requires")
-    return tuple(Known(transform=t, cause=_NO_SETUP_CONTEXT, reason=reason, link=SEED_000) for t in transforms)
+    return tuple(Known(transform=t, cause=_NO_SETUP_CONTEXT, reason=reason, link=DEEPCOPY_VMAP_PR) for t in transforms)
 
 
 _FUNC_TRANSFORMS = ("vmap", "grad", "jvp")
@@ -145,7 +146,7 @@ def _container_known() -> tuple[Known, ...]:
     link = f"{SOURCE}/layers/extensions/layer_container.py"
     return (
         _JIT_SCRIPT,
-        Known(transform="deepcopy*", cause="deepcopy-getattr-recursion", reason=_DEEPCOPY_REASON, link=SEED_000),
+        Known(transform="deepcopy*", cause="deepcopy-getattr-recursion", reason=_DEEPCOPY_REASON, link=DEEPCOPY_VMAP_PR),
         Known(transform="pickle*", cause="pickle-failed", reason="LayerContainer fakes __class__ (a property "
               "returning the wrapped layer's class), so pickle's __reduce_ex__ emits that class for an object whose "
               "type is LayerContainer ('args[0] from __newobj__ args has the wrong class')", link=link),
@@ -173,7 +174,7 @@ def _steheaviside_known() -> tuple[Known, ...]:
     )
 
 
-_OPACUS_DEEPCOPY = Known(transform="opacus_*", cause="deepcopy-getattr-recursion", link=SEED_000,
+_OPACUS_DEEPCOPY = Known(transform="opacus_*", cause="deepcopy-getattr-recursion", link=DEEPCOPY_VMAP_PR,
                          reason="Opacus computes per-sample gradients of a layer it has no sampler for through "
                                 "functorch, whose make_functional deep-copies the layer: the LayerContainer "
                                 "KeyError of the deepcopy cells")
@@ -277,9 +278,9 @@ def subjects() -> Iterator[Subject]:
                                    "dynamo's capture of the model",
                                    "compile_dynamic": "as compile_inductor (inductor, whole model, over the CI budget)"},
                    known=(*_container_known(), *_CUDA_MODEL_KNOWN,
-                          Known(transform="opacus_*", cause="opacus-failed", link=SEED_000,
+                          Known(transform="opacus_*", cause="opacus-failed", link=DEEPCOPY_VMAP_PR,
                                 reason="LeNet has BatchNorm layers (buffers), which Opacus' strict GradSampleModule "
-                                       "refuses; the seed ran ModuleValidator.fix first (bitorch's own per-sample "
+                                       "refuses; bitorch pull request 4 ran ModuleValidator.fix first (bitorch's own per-sample "
                                        "failure shows under per_sample_grad and vmap)"),
                           *_functorch_known("GradientCancellation", per_sample)))
     # The whole ResNet only where a model-level property is asked (copies, state, per-sample gradients, hooks); the
@@ -295,6 +296,6 @@ def subjects() -> Iterator[Subject]:
                                    "opaque model (fn=None) does not have"},
                    known=(*(k for k in _container_known() if k.transform != "jit_script"),
                           *_functorch_known("GradientCancellation", ("per_sample_grad",)),
-                          Known(transform="opacus_*", cause="opacus-failed", link=SEED_000,
+                          Known(transform="opacus_*", cause="opacus-failed", link=DEEPCOPY_VMAP_PR,
                                 reason="Resnet18V2 has BatchNorm layers (buffers), which Opacus' strict "
                                        "GradSampleModule refuses")))
