@@ -585,7 +585,8 @@ def export(ctx: Context) -> Outcome:
 
 
 class InplaceDownstream(nn.Module):
-    """The next layer of a real network: an in-place op on the subject's output (seed 001's ReLU(inplace))."""
+    """The next layer of a real network: an in-place op on the subject's output (as the ReLU(inplace=True) of
+    KamitaniLab/bdpy#16)."""
 
     def forward(self, y: torch.Tensor) -> torch.Tensor:
         return y.mul_(2.0).add_(1.0) if y.is_floating_point() else y

@@ -137,7 +137,7 @@ def bie_binary_conv2d_grad(x: torch.Tensor, weight: torch.Tensor, scale_a: torch
     ``grad_input = conv2d_input(x.shape, sign(W) * scale_w, g) * 1[-1 <= x / scale_a <= 1]``;
     ``grad_weight = conv2d_weight(sign(x) * scale_a, W.shape, g)``, then ``nv_int8_levels`` if asked;
     ``grad_scale_a = sum(grad_input * sign(x)) / sqrt(x.numel())`` with the *masked* grad_input.
-    ``sign`` here is ``torch.sign`` (0 at 0), as the seed's backward.
+    ``sign`` here is ``torch.sign`` (0 at 0), as in bitorch-engine's backward.
     """
     input_sign = torch.sign(x)
     wt = torch.sign(weight.to(grad_output.dtype)) * scale_w
@@ -193,15 +193,16 @@ def bie_binary_conv2d(x: torch.Tensor, weight: torch.Tensor, scale_a: torch.Tens
                       scale_w: float = 1.0, stride: int = 1, padding: int = 0, dilation: int = 1,
                       quantize_grad_weight: bool = True, zero_value: float = 1.0,
                       pad_value: float = 0.0) -> torch.Tensor:
-    """bitorch-engine's ``BinaryConv2dCutlass`` in training mode (seed 003), ``scale_a`` taken as given
+    """bitorch-engine's ``BinaryConv2dCutlass`` in training mode (``bitorch_engine/layers/qconv/binary/cutlass/
+    layer.py`` on its main branch, https://github.com/hpi-xnor/bitorch-engine), ``scale_a`` taken as given
     (its lazy data-dependent initialisation is :func:`bie_init_scale_a`, a separate step).
 
     Forward:  ``xs = x + bias_a`` (per input channel, ``set_activation``);
               ``y = conv2d(pad(sign(xs), pad_value), sign(W), stride, dilation) * (scale_a * scale_w)``.
-              ``sign(0) = zero_value`` in the forward (the CUTLASS kernel's choice is not visible in the seed;
+              ``sign(0) = zero_value`` in the forward (the CUTLASS kernel's choice is not visible in that file;
               bitorch-engine's reference packer sets the bit for ``x >= 0``, i.e. +1); the kernel's padding
               value is likewise a parameter (0.0 matches the zero-padded convolutions of its backward).
-    Backward: the seed's hand-written formulas (:func:`bie_binary_conv2d_grad`), all on the shifted ``xs``:
+    Backward: its hand-written formulas (:func:`bie_binary_conv2d_grad`), all on the shifted ``xs``:
               ``dL/dxs = conv2d_input(sign(W) * scale_w, g) * 1[|xs / scale_a| <= 1]``;
               ``dL/dx = dL/dxs``; ``dL/dbias_a = sum of dL/dxs over N, H, W`` (autograd of the shift);
               ``dL/dW = conv2d_weight(sign(xs) * scale_a, g)``, replaced by its int8 levels

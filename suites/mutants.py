@@ -77,7 +77,7 @@ class WrongSurrogateSlope(nn.Module):
 
 
 class _OldStyleSign(torch.autograd.Function):
-    """A custom Function written the pre-2.0 way: forward(ctx, ...) and no setup_context (seed 000)."""
+    """A custom Function written the pre-2.0 way: forward(ctx, ...) and no setup_context (as bitorch's, hpi-xnor/bitorch#4)."""
 
     @staticmethod
     def forward(ctx, x):
@@ -95,7 +95,7 @@ class NoSetupContext(nn.Module):
 
 
 class ItemInForward(nn.Module):
-    """Reads a tensor value into Python (``.item()``) in forward, like seed 003's ``scale_a.item()``."""
+    """Reads a tensor value into Python (``.item()``) in forward, like bitorch-engine's ``scale_a.item()`` in BinaryConv2dCutlass."""
 
     def __init__(self, weight):
         super().__init__()
@@ -103,7 +103,7 @@ class ItemInForward(nn.Module):
 
     def forward(self, x):
         factor = self.scale.item()
-        if factor == 0.0:  # lazy, data-dependent initialisation as in seed 003 (``if not scale_a.is_nonzero()``)
+        if factor == 0.0:  # lazy, data-dependent initialisation as in bitorch-engine (``if not scale_a.is_nonzero()``)
             self.scale.data.fill_(1.0)
         return quant.sign_ste(x, zero_value=1.0) * factor
 

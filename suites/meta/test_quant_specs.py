@@ -321,7 +321,7 @@ def test_bie_binary_conv2d_matches_the_seed_backward(data, quantize_grad_weight,
     sx[xs == 0] = 1.0  # zero_value default +1
     want_y = F.conv2d(sx, torch.where(w >= 0, 1.0, -1.0).double(), stride=s, padding=p, dilation=d) * scale_a * scale_w
     torch.testing.assert_close(y.detach(), want_y)
-    # The seed: torch.sign (0 at 0) in the backward; clip on |xs / scale_a| <= 1.
+    # bitorch-engine: torch.sign (0 at 0) in the backward; clip on |xs / scale_a| <= 1.
     gi = torch.nn.grad.conv2d_input(xs.shape, torch.sign(w) * scale_w, g, stride=s, padding=p, dilation=d)
     gi = gi * ((xs / scale_a).abs() <= 1)
     want_gw = torch.nn.grad.conv2d_weight(torch.sign(xs) * scale_a, w.shape, g, stride=s, padding=p, dilation=d)
