@@ -36,12 +36,11 @@ from typing import Sequence
 from . import expectations
 # atomic_write is re-exported for conformance.bench.gate, which imports it from here (until it imports fileio).
 from .fileio import atomic_write, atomic_write_many  # noqa: F401
-from .report_data import (JSON_SCHEMA_VERSION, Diff, Loaded, build_model, diff, in_environment, left_out_note,  # noqa: F401
-                          load, load_baseline, load_bench, matrix_json, parse_environment, versions_note)
+from .report_data import (JSON_SCHEMA_VERSION, Loaded, build_model, diff, in_environment, left_out_note, load,
+                          load_baseline, load_bench, matrix_json, parse_environment, versions_note)
 from .report_escape import terminal_text
 from .report_html import render_chunks
-from .report_markdown import (diff_summary, render_agreement_markdown, render_bench_markdown,  # noqa: F401
-                              render_diff_markdown, render_markdown, render_summary)
+from .report_markdown import diff_summary, render_diff_markdown, render_markdown, render_summary
 from .results import DEFAULT_DIR
 
 DEFAULT_OUT = Path("reports")

@@ -737,7 +737,7 @@ def load_bench(paths: Iterable[Path | str], problems: list[Problem]) -> list[dic
     return shown
 
 
-JSON_DOC = """matrix.json: the compatibility matrix, aggregated from recorded cells (one record per cell, see merge_rule).
+JSON_DOC = """matrix.json: the compatibility matrix, aggregated from recorded cells (one record per cell: merge_rule).
 schema_version: layout version. generated: UTC time of rendering. sources: the result paths read.
 worst_first: outcome order used for aggregation (the worst outcome present wins).
 subjects: [{subject, library, spec}]; transforms: column order; devices, dtypes: coordinates present.

@@ -88,9 +88,10 @@ def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -
     else:
         out.append("No failures with a recorded cause.")
     out += ["", "## Runs", ""]
-    out.append(_table([[md_code(r["run"]), md_text(r["started"]), md_text(r["age"] + (" (stale)" if r["stale"] else "")),
-                        md_text(", ".join(r["devices"])), md_text(", ".join(r["torch"])), md_code(r["suite_sha"] or ""),
-                        str(r["cells"])] for r in model["runs"]],
+    out.append(_table([[md_code(r["run"]), md_text(r["started"]),
+                        md_text(r["age"] + (" (stale)" if r["stale"] else "")), md_text(", ".join(r["devices"])),
+                        md_text(", ".join(r["torch"])), md_code(r["suite_sha"] or ""), str(r["cells"])]
+                       for r in model["runs"]],
                       ["run", "started (UTC)", "age", "devices", "torch", "suite sha", "cells shown"]))
     out += render_agreement_markdown(model.get("agreement") or [])
     out += render_bench_markdown(model.get("bench") or [])
@@ -154,9 +155,9 @@ def diff_summary(the_diff: Diff) -> str:
 
 
 #: The diff's lists, most important first: (title, attribute, pairs (cell, old, new) or singles (cell, value)).
-DIFF_LISTS = (("Regressions", "regressions", True), ("Fixes", "fixes", True), ("Changed causes", "changed_causes", True),
-              ("Other outcome changes", "changed_outcomes", True), ("New cells", "new", False),
-              ("Removed cells", "removed", False))
+DIFF_LISTS = (("Regressions", "regressions", True), ("Fixes", "fixes", True),
+              ("Changed causes", "changed_causes", True), ("Other outcome changes", "changed_outcomes", True),
+              ("New cells", "new", False), ("Removed cells", "removed", False))
 
 
 def render_diff_markdown(the_diff: Diff, limit: int | None = None) -> str:
@@ -230,6 +231,7 @@ def render_summary(loaded: Loaded, model: dict, the_diff: Diff | None = None, *,
     doc.add("# Conformance summary", "",
             f"{len(loaded.rows)} checks from {len(model['runs'])} run(s), generated {md_text(model['generated'])}: "
             f"pass {s['n_pass']}/{s['n_total']}{rate} (skips excluded); {_counts(s['counts'])}.", "",
+            "Outcomes: " + " · ".join(f"{SYMBOLS[o]} {o}" for o in WORST_FIRST) + ".", "",
             f"Full report: {where}; every cell in {md_code(str(Path(out_dir) / 'matrix.md'))}, the data in "
             f"{md_code(str(Path(out_dir) / 'matrix.json'))}"
             + (f", every change in {md_code(str(Path(out_dir) / 'diff.md'))}" if the_diff is not None else "") + ".",
@@ -244,10 +246,12 @@ def render_summary(loaded: Loaded, model: dict, the_diff: Diff | None = None, *,
         if note:
             doc.add(f"Like with like: {md_text(_short(note, 1500))}.", "")
     for title, kind, name in (("library", "libraries", "libraries"), ("transform", "transforms_summary", "transforms")):
-        doc.add(f"## Pass rate per {title}", "", f"| {title} | pass rate | pass/total | outcomes |", "|---|---|---|---|")
+        doc.add(f"## Pass rate per {title}", "", f"| {title} | pass rate | pass/total | outcomes |",
+                "|---|---|---|---|")
         doc.add_items([f"| {md_text(_short(key))} | {_rate(info)} | {info['n_pass']}/{info['n_total']} | "
                        f"{_counts(info['counts'])} |" for key, info in model[kind].items()],
-                      f"| … and {{n}} more {name} (matrix.md) | | | |", reserve=reserve, most=SUMMARY_TABLE_ROWS)
+                      f"| … and {{n}} more {name} (matrix.md) | | | |", reserve=reserve,
+                      most=SUMMARY_TABLE_ROWS)
         doc.add("")
     if the_diff is not None:
         doc.add("## Changes against the baseline", "")
