@@ -253,6 +253,7 @@ class _Loader:
         self.wanted = parse_environment(environment)
         self.strings: dict[str, str] = {}
         self.envs: dict[str, tuple[str, dict]] = {}
+        self.raw_envs: dict[str, tuple[str, dict]] = {}
         self.knowns: dict[tuple, dict] = {}
         self.chosen: dict[str, tuple[tuple, Row]] = {}
         self.env_chosen: dict[str, tuple[tuple, dict]] = {}
@@ -262,8 +263,21 @@ class _Loader:
         self.n_records = 0
 
     def intern(self, value, limit: int = SHORT_CAP) -> str | None:
-        text = cap(value, limit)
+        text = value if value.__class__ is str and len(value) <= limit else cap(value, limit)
         return None if text is None else self.strings.setdefault(text, text)
+
+    def environment(self, env: dict) -> tuple[str, dict]:
+        """(env_key, capped environment), one shared pair per distinct environment."""
+        raw = json.dumps(env, sort_keys=True)
+        small = len(raw) <= 8192  # a hostile environment is not kept as a lookup key
+        known = self.raw_envs.get(raw) if small else None
+        if known is None:
+            clean = clean_env(env)
+            key = json.dumps(clean, sort_keys=True)
+            known = self.envs.setdefault(key, (key, clean))
+            if small:
+                self.raw_envs[raw] = known
+        return known
 
     def rank(self, record: dict, env: dict) -> tuple:
         # A no-device skip never displaces a record of a run that had a GPU, whatever its suite version; then the
@@ -301,9 +315,7 @@ class _Loader:
 
     def row(self, record: dict, key: str, env: dict) -> Row:
         intern = self.intern
-        env_clean = clean_env(env)
-        env_key = json.dumps(env_clean, sort_keys=True)
-        env_key, env_clean = self.envs.setdefault(env_key, (env_key, env_clean))
+        env_key, env_clean = self.environment(env)
         message = cap(record.get("message")) or ""
         undone = tuple(cap(line) for line in left_behind(record)[:20])
         if undone:  # shown with the message: a finding about the library/torch even when the cell itself passed
