@@ -4,7 +4,13 @@ One program owns ``BLOCK`` neurons and walks all ``T`` steps, the membrane in re
 writes ``spk[t]`` and, when a backward will follow, the membrane it needs (``U`` after the reset, plus ``V`` before
 the reset when the reset is immediate). Backward walks time in reverse with the carried ``dL/dU``.
 ``ROUND``: the membrane is rounded to bfloat16 after every step (the spec computes in bfloat16), by integer bit
-arithmetic, which the interpreter runs too. Surrogate ids: 0 straight_through, 1 fast_sigmoid, 2 atan, 3 sigmoid (``reference.surrogate``'s formulas).
+arithmetic, which the interpreter runs too. Surrogate ids: 0 straight_through, 1 fast_sigmoid, 2 atan, 3 sigmoid
+(``reference.surrogate``'s formulas).
+
+Float scalars come in a small tensor ``c_ptr`` of the arithmetic's dtype (float64 for float64 input): a plain
+Python float argument is passed to a compiled kernel as fp32, which rounded float64 runs' constants.
+``PREFETCH`` (1 or 2): how many steps ahead the loads are issued (a time step's arithmetic is short; what keeps
+the memory busy is the number of loads in flight).
 """
 
 import triton.language as tl
@@ -12,10 +18,11 @@ import triton.language as tl
 
 def leaky_fwd_kernel(x_ptr, spk_ptr, u_ptr, v_ptr, beta_ptr, thr_ptr, gsf_ptr, T, N,
                      RESET: tl.constexpr, DELAY: tl.constexpr, SAVE: tl.constexpr, F64: tl.constexpr,
-                     ROUND: tl.constexpr, BLOCK: tl.constexpr):
+                     ROUND: tl.constexpr, BLOCK: tl.constexpr, PREFETCH: tl.constexpr):
     """snntorch ``Leaky`` over time (``reference.neurons.leaky``); RESET 0 subtract, 1 zero, 2 none."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     inside = offs < N
+    ahead = inside & (offs * 0 + PREFETCH > 1)  # the second prefetched step is loaded
     if F64:
         acc_ty = tl.float64
     else:
@@ -25,11 +32,16 @@ def leaky_fwd_kernel(x_ptr, spk_ptr, u_ptr, v_ptr, beta_ptr, thr_ptr, gsf_ptr, T
     thr = tl.load(thr_ptr).to(acc_ty)
     g = tl.load(gsf_ptr).to(acc_ty)
     u = tl.full((BLOCK,), 0.0, dtype=acc_ty)
-    x_next = tl.load(x_ptr + offs, mask=inside, other=0.0)
+    x_a = tl.load(x_ptr + offs, mask=inside, other=0.0)
+    x_b = tl.load(x_ptr + N + offs, mask=ahead & (offs * 0 + 1 < T), other=0.0)
     for t in range(T):
-        x = x_next.to(acc_ty)
-        # issue the next step's load before this step's arithmetic (two loads in flight per lane)
-        x_next = tl.load(x_ptr + (t + 1) * N + offs, mask=inside & (offs * 0 + t + 1 < T), other=0.0)
+        x = x_a.to(acc_ty)
+        # the loads of the next PREFETCH steps go out before this step's arithmetic
+        if PREFETCH > 1:
+            x_a = x_b
+            x_b = tl.load(x_ptr + (t + 2) * N + offs, mask=inside & (offs * 0 + t + 2 < T), other=0.0)
+        else:
+            x_a = tl.load(x_ptr + (t + 1) * N + offs, mask=inside & (offs * 0 + t + 1 < T), other=0.0)
         r = tl.where(u - thr > 0, 1.0, 0.0).to(acc_ty)
         if RESET == 0:
             v = b * u + x - r * thr
@@ -63,15 +75,16 @@ def leaky_fwd_kernel(x_ptr, spk_ptr, u_ptr, v_ptr, beta_ptr, thr_ptr, gsf_ptr, T
             tl.store(u_ptr + t * N + offs, u.to(u_ptr.dtype.element_ty), mask=inside)
 
 
-def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr, gsf_ptr, T, N, alpha,
+def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr, gsf_ptr, c_ptr, T, N,
                      RESET: tl.constexpr, DELAY: tl.constexpr, SURROGATE: tl.constexpr, F64: tl.constexpr,
-                     BLOCK: tl.constexpr):
+                     BLOCK: tl.constexpr, PREFETCH: tl.constexpr):
     """Reverse sweep of :func:`leaky_fwd_kernel`: ``dx`` and, per neuron, the time sums of ``d beta`` (before the
     clamp), ``d threshold``, ``d graded_spikes_factor`` into ``part[3, N]`` (summed over neurons by the caller, so
-    a vmapped backward keeps them per sample)."""
+    a vmapped backward keeps them per sample). ``c``: the surrogate's alpha, alpha / 2, pi / 2 * alpha."""
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     inside = offs < N
+    ahead = inside & (offs * 0 + PREFETCH > 1)  # the second prefetched step is loaded
     if F64:
         acc_ty = tl.float64
     else:
@@ -80,25 +93,51 @@ def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr
     b = tl.minimum(tl.maximum(b, 0.0), 1.0)
     thr = tl.load(thr_ptr).to(acc_ty)
     g = tl.load(gsf_ptr).to(acc_ty)
+    alpha = tl.load(c_ptr).to(acc_ty)
+    half_alpha = tl.load(c_ptr + 1).to(acc_ty)
+    pi2_alpha = tl.load(c_ptr + 2).to(acc_ty)
     zero = tl.full((BLOCK,), 0.0, dtype=acc_ty)
     gu = zero
     db = zero
     dthr = zero
     dg = zero
-    u_cur = tl.load(u_ptr + (T - 1) * N + offs, mask=inside, other=0.0).to(acc_ty)
-    u_prev_next = tl.load(u_ptr + (T - 2) * N + offs, mask=inside & (offs * 0 + T > 1), other=0.0)
-    ds_next = tl.load(gspk_ptr + (T - 1) * N + offs, mask=inside, other=0.0)
+    last = T - 1
+    # u[t - 1] (the state entering step t), ds[t] and, for an immediate reset, v[t]: t = T-1 now, T-2 prefetched
+    up_a = tl.load(u_ptr + (last - 1) * N + offs, mask=inside & (offs * 0 + last > 0), other=0.0)
+    ds_a = tl.load(gspk_ptr + last * N + offs, mask=inside, other=0.0)
+    up_b = tl.load(u_ptr + (last - 2) * N + offs, mask=ahead & (offs * 0 + last > 1), other=0.0)
+    ds_b = tl.load(gspk_ptr + (last - 1) * N + offs, mask=ahead & (offs * 0 + last > 0),
+                   other=0.0)
+    if DELAY:
+        u_cur = tl.load(u_ptr + last * N + offs, mask=inside, other=0.0).to(acc_ty)
+        v_a = ds_a
+        v_b = ds_b
+    else:
+        u_cur = zero
+        v_a = tl.load(v_ptr + last * N + offs, mask=inside, other=0.0)
+        v_b = tl.load(v_ptr + (last - 1) * N + offs, mask=ahead & (offs * 0 + last > 0),
+                      other=0.0)
     for i in range(T):
-        t = T - 1 - i
-        u_prev = u_prev_next.to(acc_ty)
-        ds = ds_next.to(acc_ty)
-        # the previous step's loads go out before this step's arithmetic
-        u_prev_next = tl.load(u_ptr + (t - 2) * N + offs, mask=inside & (offs * 0 + t > 1), other=0.0)
-        ds_next = tl.load(gspk_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0)
+        t = last - i
+        u_prev = up_a.to(acc_ty)
+        ds = ds_a.to(acc_ty)
         if DELAY:
             v = u_cur
         else:
-            v = tl.load(v_ptr + t * N + offs, mask=inside, other=0.0).to(acc_ty)
+            v = v_a.to(acc_ty)
+        if PREFETCH > 1:
+            up_a = up_b
+            ds_a = ds_b
+            up_b = tl.load(u_ptr + (t - 3) * N + offs, mask=inside & (offs * 0 + t > 2), other=0.0)
+            ds_b = tl.load(gspk_ptr + (t - 2) * N + offs, mask=inside & (offs * 0 + t > 1), other=0.0)
+            if not DELAY:
+                v_a = v_b
+                v_b = tl.load(v_ptr + (t - 2) * N + offs, mask=inside & (offs * 0 + t > 1), other=0.0)
+        else:
+            up_a = tl.load(u_ptr + (t - 2) * N + offs, mask=inside & (offs * 0 + t > 1), other=0.0)
+            ds_a = tl.load(gspk_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0)
+            if not DELAY:
+                v_a = tl.load(v_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0)
         r = tl.where(u_prev - thr > 0, 1.0, 0.0).to(acc_ty)
         m = v - thr
         h = tl.where(m > 0, 1.0, 0.0).to(acc_ty)
@@ -108,8 +147,8 @@ def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr
             q = alpha * tl.abs(m) + 1.0
             sg = 1.0 / (q * q)
         elif SURROGATE == 2:
-            z = 1.5707963267948966 * alpha * m
-            sg = (alpha / 2.0) / (1.0 + z * z)
+            z = pi2_alpha * m
+            sg = half_alpha / (1.0 + z * z)
         else:
             e = tl.exp(-alpha * tl.abs(m))
             sg = alpha * e / ((1.0 + e) * (1.0 + e))
@@ -148,21 +187,32 @@ def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr
     tl.store(part_ptr + 2 * N + offs, dg.to(part_ptr.dtype.element_ty), mask=inside)
 
 
-def sj_lif_fwd_kernel(x_ptr, spk_ptr, h_ptr, T, N, inv_tau, v_th, v_reset, rest,
+def sj_lif_fwd_kernel(x_ptr, spk_ptr, h_ptr, c_ptr, T, N,
                       DECAY_INPUT: tl.constexpr, SOFT: tl.constexpr, SAVE: tl.constexpr, F64: tl.constexpr,
-                      ROUND: tl.constexpr, BLOCK: tl.constexpr):
-    """spikingjelly ``LIFNode`` over time (``reference.neurons.sj_lif``): charge, fire (``H >= v_th``), reset."""
+                      ROUND: tl.constexpr, BLOCK: tl.constexpr, PREFETCH: tl.constexpr):
+    """spikingjelly ``LIFNode`` over time (``reference.neurons.sj_lif``): charge, fire (``H >= v_th``), reset.
+    ``c``: 1 / tau, v_threshold, v_reset (0 for a soft reset), the rest potential."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     inside = offs < N
+    ahead = inside & (offs * 0 + PREFETCH > 1)  # the second prefetched step is loaded
     if F64:
         acc_ty = tl.float64
     else:
         acc_ty = tl.float32
+    inv_tau = tl.load(c_ptr).to(acc_ty)
+    v_th = tl.load(c_ptr + 1).to(acc_ty)
+    v_reset = tl.load(c_ptr + 2).to(acc_ty)
+    rest = tl.load(c_ptr + 3).to(acc_ty)
     v = tl.full((BLOCK,), 0.0, dtype=acc_ty) + v_reset
-    x_next = tl.load(x_ptr + offs, mask=inside, other=0.0)
+    x_a = tl.load(x_ptr + offs, mask=inside, other=0.0)
+    x_b = tl.load(x_ptr + N + offs, mask=ahead & (offs * 0 + 1 < T), other=0.0)
     for t in range(T):
-        x = x_next.to(acc_ty)
-        x_next = tl.load(x_ptr + (t + 1) * N + offs, mask=inside & (offs * 0 + t + 1 < T), other=0.0)
+        x = x_a.to(acc_ty)
+        if PREFETCH > 1:
+            x_a = x_b
+            x_b = tl.load(x_ptr + (t + 2) * N + offs, mask=inside & (offs * 0 + t + 2 < T), other=0.0)
+        else:
+            x_a = tl.load(x_ptr + (t + 1) * N + offs, mask=inside & (offs * 0 + t + 1 < T), other=0.0)
         if DECAY_INPUT:
             h = v + (x - (v - rest)) * inv_tau
         else:
@@ -185,26 +235,44 @@ def sj_lif_fwd_kernel(x_ptr, spk_ptr, h_ptr, T, N, inv_tau, v_th, v_reset, rest,
             v = bits.to(tl.float32, bitcast=True)
 
 
-def sj_lif_bwd_kernel(gspk_ptr, h_ptr, dx_ptr, T, N, inv_tau, v_th, v_reset, alpha,
+def sj_lif_bwd_kernel(gspk_ptr, h_ptr, dx_ptr, c_ptr, T, N,
                       DECAY_INPUT: tl.constexpr, SOFT: tl.constexpr, DETACH: tl.constexpr,
-                      SURROGATE: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
-    """Reverse sweep of :func:`sj_lif_fwd_kernel`: ``dx`` from ``dL/dspk`` and the saved charges ``H``."""
+                      SURROGATE: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, PREFETCH: tl.constexpr):
+    """Reverse sweep of :func:`sj_lif_fwd_kernel`: ``dx`` from ``dL/dspk`` and the saved charges ``H``.
+    ``c``: 1 / tau, v_threshold, v_reset, alpha, alpha / 2, pi / 2 * alpha."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     inside = offs < N
+    ahead = inside & (offs * 0 + PREFETCH > 1)  # the second prefetched step is loaded
     if F64:
         acc_ty = tl.float64
     else:
         acc_ty = tl.float32
+    inv_tau = tl.load(c_ptr).to(acc_ty)
+    v_th = tl.load(c_ptr + 1).to(acc_ty)
+    v_reset = tl.load(c_ptr + 2).to(acc_ty)
+    alpha = tl.load(c_ptr + 3).to(acc_ty)
+    half_alpha = tl.load(c_ptr + 4).to(acc_ty)
+    pi2_alpha = tl.load(c_ptr + 5).to(acc_ty)
     zero = tl.full((BLOCK,), 0.0, dtype=acc_ty)
     gv = zero
-    h_next = tl.load(h_ptr + (T - 1) * N + offs, mask=inside, other=0.0)
-    ds_next = tl.load(gspk_ptr + (T - 1) * N + offs, mask=inside, other=0.0)
+    last = T - 1
+    h_a = tl.load(h_ptr + last * N + offs, mask=inside, other=0.0)
+    ds_a = tl.load(gspk_ptr + last * N + offs, mask=inside, other=0.0)
+    h_b = tl.load(h_ptr + (last - 1) * N + offs, mask=ahead & (offs * 0 + last > 0), other=0.0)
+    ds_b = tl.load(gspk_ptr + (last - 1) * N + offs, mask=ahead & (offs * 0 + last > 0),
+                   other=0.0)
     for i in range(T):
-        t = T - 1 - i
-        h = h_next.to(acc_ty)
-        ds = ds_next.to(acc_ty)
-        h_next = tl.load(h_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0)
-        ds_next = tl.load(gspk_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0)
+        t = last - i
+        h = h_a.to(acc_ty)
+        ds = ds_a.to(acc_ty)
+        if PREFETCH > 1:
+            h_a = h_b
+            ds_a = ds_b
+            h_b = tl.load(h_ptr + (t - 2) * N + offs, mask=inside & (offs * 0 + t > 1), other=0.0)
+            ds_b = tl.load(gspk_ptr + (t - 2) * N + offs, mask=inside & (offs * 0 + t > 1), other=0.0)
+        else:
+            h_a = tl.load(h_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0)
+            ds_a = tl.load(gspk_ptr + (t - 1) * N + offs, mask=inside & (offs * 0 + t > 0), other=0.0)
         m = h - v_th
         s = tl.where(m >= 0, 1.0, 0.0).to(acc_ty)
         if SURROGATE == 0:
@@ -213,8 +281,8 @@ def sj_lif_bwd_kernel(gspk_ptr, h_ptr, dx_ptr, T, N, inv_tau, v_th, v_reset, alp
             q = alpha * tl.abs(m) + 1.0
             sg = 1.0 / (q * q)
         elif SURROGATE == 2:
-            z = 1.5707963267948966 * alpha * m
-            sg = (alpha / 2.0) / (1.0 + z * z)
+            z = pi2_alpha * m
+            sg = half_alpha / (1.0 + z * z)
         else:
             e = tl.exp(-alpha * tl.abs(m))
             sg = alpha * e / ((1.0 + e) * (1.0 + e))

@@ -1,12 +1,20 @@
-"""GPU benchmark of the project's kernels against cuBLAS, torch.compile of the spec and spikingjelly.
+"""GPU benchmark of the project's kernels against cuBLAS/cuDNN fp16, torch.compile of the spec and spikingjelly.
 
-    python -m kernels.bench_gpu --out bench.json [--quick]
+    python -m kernels.bench_gpu --out bench.json [--explore] [--no-compile] [--sections a,b,...]
 
-Measures on the machine: the ceilings (device-to-device copy bandwidth, counting bytes read plus written; the int8
-tensor-core rate through ``torch._int_mm``; cuBLAS fp16), checks the kernels against the specs on drawn shapes
-(odd K, tails), then times binary matmul (8192^3 and batch 1-16 against an 8192x8192 weight) and the fused LIF
-(64 steps x 2^20 neurons, forward and forward+backward) against the memory-traffic floor. Prints a table, writes
-JSON. Times are medians of CUDA-event timings; small launches are timed as CUDA-graph replays (both sides).
+Measures on the machine, in one process, side by side: the ceilings (device-to-device copy bandwidth, counting
+bytes read plus written; int8 ``torch._int_mm``; fp8 ``torch._scaled_mm``; cuBLAS fp16), the kernels against the
+specs on drawn shapes (odd K, tails), then:
+
+- binary GEMM 8192^3 and 4096^3 end to end (sign of x, the weight in its stored form, GEMM, tensor scale and bias
+  epilogue, float16 out) against cuBLAS fp16 ``addmm`` of the sign values with the scale folded into the weight;
+- binary conv2d of two ResNet-18 stages against cuDNN fp16 (NCHW and channels_last, the faster counts);
+- binary GEMV, batch 1-16 against an 8192x8192 weight (CUDA-graph replays on both sides);
+- fused LIF, 64 steps x 2^20 neurons, forward and forward+backward (``torch.autograd.grad`` with a given
+  cotangent) against the memory floor, torch.compile of the spec and spikingjelly.
+
+``--explore`` adds the alternatives and tile/config sweeps behind the defaults. Prints a table, writes JSON after
+every section. Times are medians of CUDA-event timings.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ import traceback
 import torch
 
 NO_COMPILE = False
-RESULTS: dict = {"correctness": {}, "ceilings": {}, "matmul": [], "gemv": [], "lif": []}
+EXPLORE = False
+RESULTS: dict = {"correctness": {}, "ceilings": {}, "matmul": [], "conv": [], "gemv": [], "lif": []}
 
 
 def _time(fn, *, reps: int = 7, inner: int = 10, graph: bool = False) -> float:
@@ -41,9 +50,6 @@ def _time(fn, *, reps: int = 7, inner: int = 10, graph: bool = False) -> float:
             for _ in range(inner):
                 fn()
         call = g.replay
-        per = inner
-    else:
-        per = 1
     times = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -55,14 +61,25 @@ def _time(fn, *, reps: int = 7, inner: int = 10, graph: bool = False) -> float:
                 call()
         end.record()
         torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / (per if graph else inner))
+        times.append(start.elapsed_time(end) / inner)
     return statistics.median(times)
+
+
+def _try(row: dict, key: str, fn, **kw):
+    try:
+        row[key] = _time(fn, **kw)
+    except Exception as e:  # noqa: BLE001 - a variant that fails is a result too
+        row[key + "_error"] = repr(e)[:300]
 
 
 def _save(path):
     if path:
         with open(path, "w") as f:
             json.dump(RESULTS, f, indent=1)
+
+
+def _signs(shape, dtype=torch.float16):
+    return torch.randn(shape, device="cuda").sign().to(dtype)
 
 
 def ceilings():
@@ -76,13 +93,19 @@ def ceilings():
     x8 = torch.randint(-1, 2, (m, m), dtype=torch.int8, device="cuda")
     w8 = torch.randint(-1, 2, (m, m), dtype=torch.int8, device="cuda")
     ms8 = _time(lambda: torch._int_mm(x8, w8.t()), inner=3)
-    xh = torch.randn(m, m, dtype=torch.float16, device="cuda").sign()
-    wh = torch.randn(m, m, dtype=torch.float16, device="cuda").sign()
+    xh, wh = _signs((m, m)), _signs((m, m))
     msh = _time(lambda: xh @ wh.t(), inner=3)
+    xf, wf = xh.to(torch.float8_e4m3fn), wh.to(torch.float8_e4m3fn)
+    one = torch.ones((), device="cuda")
+    msf = _time(lambda: torch._scaled_mm(xf, wf.t(), one, one, out_dtype=torch.float16), inner=3)
+    exact = torch.equal(torch._scaled_mm(xf, wf.t(), one, one, out_dtype=torch.float32), (xh @ wh.t()).float())
     RESULTS["ceilings"] = {"copy_TBps": bw, "int8_mm_TOPS": 2 * m ** 3 / ms8 / 1e9, "int8_mm_ms": ms8,
-                           "fp16_mm_TFLOPS": 2 * m ** 3 / msh / 1e9, "fp16_mm_ms": msh}
-    print(f"ceilings: copy {bw:.2f} TB/s, int8 _int_mm {2 * m ** 3 / ms8 / 1e9:.0f} TOPS, "
-          f"cuBLAS fp16 {2 * m ** 3 / msh / 1e9:.0f} TFLOP/s", flush=True)
+                           "fp16_mm_TFLOPS": 2 * m ** 3 / msh / 1e9, "fp16_mm_ms": msh,
+                           "fp8_mm_TFLOPS": 2 * m ** 3 / msf / 1e9, "fp8_mm_ms": msf,
+                           "fp8_equals_fp16_product": exact}
+    print(f"ceilings: copy {bw:.2f} TB/s, int8 _int_mm {2 * m ** 3 / ms8 / 1e9:.0f} TOPS, cuBLAS fp16 "
+          f"{2 * m ** 3 / msh / 1e9:.0f} TFLOP/s, fp8 _scaled_mm {2 * m ** 3 / msf / 1e9:.0f} TFLOP/s "
+          f"(exact: {exact})", flush=True)
 
 
 def correctness():
@@ -94,85 +117,142 @@ def correctness():
 
     gen = torch.Generator(device="cpu").manual_seed(0)
     bad = []
-    shapes = [(1, 1, 1), (3, 5, 31), (7, 33, 33), (16, 100, 97), (65, 129, 257), (300, 77, 1000), (1024, 96, 4101)]
+    shapes = [(1, 1, 1), (3, 5, 31), (7, 33, 33), (16, 100, 97), (65, 129, 257), (300, 77, 1000), (1024, 96, 4101),
+              (80, 64, 70)]
     for m, n, k in shapes:
         x = torch.randn(m, k, generator=gen).cuda()
         w = torch.randn(n, k, generator=gen).cuda()
         ref = (x.double().sign() @ w.double().sign().t())
         a = B.sign_int8(x, 1.0)
         wp = B.pack_weight(w)
-        for path in ("gemv", "onchip", "expand"):
+        paths = ["gemv", "onchip", "expand"] + (["fp8"] if n % 16 == 0 else [])
+        for path in paths:
             y = B.packed_matmul(a, wp, k, path=path, out_dtype=torch.float64)
             if not torch.equal(y, ref):
                 bad.append(f"matmul {path} {m}x{n}x{k}")
+        if m <= 16:
+            for cfg in (("plain", 8, 256, 4, True), ("plain", 8, 64, 4, False), ("hs", 16, 8, 4, False)):
+                y = B.xnor_gemv(x, wp, k, out_dtype=torch.float64, config=cfg)
+                if not torch.equal(y, ref):
+                    bad.append(f"gemv {cfg} {m}x{n}x{k}")
         if not torch.equal(B.pack_signs(x, pad=1.0).cpu(), P.pack_signs(x.cpu(), word_bits=32, pad=1.0)):
             bad.append(f"pack {m}x{k}")
     for pv in (0.0, -1.0, 1.0):
-        x = torch.randn(2, 5, 9, 9, generator=gen, dtype=torch.float64)
-        w = torch.randn(6, 5, 3, 3, generator=gen, dtype=torch.float64)
-        for stride, pad, dil in ((1, 1, 1), (2, 2, 1), (1, 2, 2)):
-            kw = dict(stride=stride, padding=pad, dilation=dil, pad_value=pv, weight_scaling="channel")
-            y = B.binary_conv2d(x.cuda(), w.cuda(), **kw).cpu()
-            if not torch.allclose(y, RB.binary_conv2d(x, w, **kw), atol=1e-9):
-                bad.append(f"conv pv={pv} s={stride} p={pad} d={dil}")
+        for dtype, cin, cout in ((torch.float64, 5, 6), (torch.float32, 16, 32)):  # the second takes fp8
+            x = torch.randn(70, cin, 9, 9, generator=gen, dtype=torch.float64).to(dtype)
+            w = torch.randn(cout, cin, 3, 3, generator=gen, dtype=torch.float64).to(dtype)
+            for stride, pad, dil in ((1, 1, 1), (2, 2, 1), (1, 2, 2)):
+                kw = dict(stride=stride, padding=pad, dilation=dil, pad_value=pv, weight_scaling="channel")
+                y = B.binary_conv2d(x.cuda(), w.cuda(), **kw).cpu()
+                if not torch.allclose(y.double(), RB.binary_conv2d(x.double(), w.double(), **kw), rtol=1e-6,
+                                      atol=1e-6):
+                    bad.append(f"conv {dtype} pv={pv} s={stride} p={pad} d={dil}")
     lif_err = {}
-    for dtype in (torch.float32, torch.bfloat16):
+    for dtype in (torch.float32, torch.bfloat16, torch.float64):
         x = (torch.rand(16, 4, 300, generator=gen, dtype=torch.float64) * 3 - 1)
         xd = x.to(dtype)
         for name, ours, spec, kw in (
-                ("leaky", L.leaky, N.leaky, dict(beta=0.85, threshold=1.0)),
-                ("sj_lif", L.sj_lif, N.sj_lif, dict(tau=2.0, v_threshold=1.0, v_reset=0.0))):
+                ("leaky", L.leaky, N.leaky, dict(beta=0.85, threshold=1.0, surrogate_alpha=2.7)),
+                ("sj_lif", L.sj_lif, N.sj_lif, dict(tau=2.7, v_threshold=1.1, v_reset=-0.3, surrogate="atan",
+                                                    surrogate_alpha=2.3))):
             xk = xd.cuda().requires_grad_()
             y = ours(xk, **kw)
             g = torch.randn(y.shape, generator=gen).to(dtype)
-            (y * g.cuda()).sum().backward()
+            (gx,) = torch.autograd.grad(y, xk, g.cuda())
             xr = xd.double().requires_grad_()
             yr = spec(xr, **kw)
-            (yr * g.double()).sum().backward()
+            (gr,) = torch.autograd.grad(yr, xr, g.double())
             flips = (y.detach().cpu().double() != yr.detach()).sum().item()
-            err = (xk.grad.cpu().double() - xr.grad).abs().max().item()
-            lif_err[f"{name}/{dtype}"] = {"spike_flips": flips, "of": y.numel(), "max_abs_grad_err": err}
+            err = ((gx.cpu().double() - gr).abs().max() / gr.abs().max()).item()
+            lif_err[f"{name}/{dtype}"] = {"spike_flips": flips, "of": y.numel(), "max_rel_grad_err": err}
     RESULTS["correctness"] = {"binary_failures": bad, "lif": lif_err}
     print("correctness: binary", "OK" if not bad else bad, "| lif", lif_err, flush=True)
 
 
-def matmul_large():
+def matmul():
     from kernels import binary as B
 
-    m = n = k = 8192
-    x = torch.randn(m, k, dtype=torch.float16, device="cuda")
-    w = torch.randn(n, k, dtype=torch.float16, device="cuda")
-    xs, ws = x.sign(), w.sign()
-    cublas = _time(lambda: xs @ ws.t(), inner=3)
-    wp = B.pack_weight(w)
-    a = B.sign_int8(x, 1.0)
-    row = {"shape": [m, n, k], "cublas_fp16_ms": cublas}
-    for path in ("expand", "onchip"):
-        for name, cfg in (("128x256x128", (128, 256, 128, 8, 3)), ("128x128x128", (128, 128, 128, 8, 4)),
-                          ("256x128x64", (256, 128, 64, 8, 3))):
-            try:
-                if path == "expand":
-                    b = B.unpack_bits(wp, k)
-                    fn = lambda: B.gemm_a8(a, b, k, out_dtype=torch.float16, config=cfg)  # noqa: E731
-                else:
-                    fn = lambda: B.gemm_a8(a, wp, k, out_dtype=torch.float16, config=cfg)  # noqa: E731
-                ms = _time(fn, inner=3)
-                row[f"{path}_{name}_gemm_ms"] = ms
-            except Exception as e:  # noqa: BLE001 - a config that does not compile is a result too
-                row[f"{path}_{name}_error"] = repr(e)[:200]
-    row["sign_x_ms"] = _time(lambda: B.sign_int8(x, 1.0), inner=3)
-    row["unpack_w_ms"] = _time(lambda: B.unpack_bits(wp, k), inner=3)
-    RESULTS["matmul"].append(row)
-    best = min((v, kk) for kk, v in row.items() if kk.endswith("_gemm_ms"))
-    row["best_gemm"] = best[1]
-    end_to_end = best[0] + row["sign_x_ms"] + (row["unpack_w_ms"] if best[1].startswith("expand") else 0)
-    row["ours_end_to_end_ms"] = end_to_end
-    row["speedup_vs_cublas"] = cublas / end_to_end
-    row["speedup_gemm_only"] = cublas / best[0]
-    row["frac_int8_ceiling"] = RESULTS["ceilings"]["int8_mm_ms"] / best[0]
-    print(f"matmul 8192^3: cuBLAS fp16 {cublas:.3f} ms; ours {end_to_end:.3f} ms end-to-end ({best[1]}), "
-          f"x{row['speedup_vs_cublas']:.2f}; gemm x{row['speedup_gemm_only']:.2f}, "
-          f"{row['frac_int8_ceiling']:.0%} of _int_mm", flush=True)
+    for size in (8192, 4096):
+        m = n = k = size
+        x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+        w = torch.randn(n, k, dtype=torch.float16, device="cuda")
+        bias = torch.randn(n, dtype=torch.float16, device="cuda")
+        scale = w.abs().mean()
+        xs, wsc = x.sign(), (w.sign() * scale)
+        row = {"shape": [m, n, k]}
+        row["cublas_fp16_ms"] = _time(lambda: torch.addmm(bias, xs, wsc.t()), inner=3)
+        row["cublas_fp16_plain_ms"] = _time(lambda: xs @ wsc.t(), inner=3)
+        wp = B.pack_weight(w)
+        w8 = B.unpack_bits(wp, k, k_pad=16, fp8=True)
+        opts = dict(scale=scale, bias=bias, out_dtype=torch.float16)
+        # end to end, the weight stored as packed bits (1 bit a weight) or as e4m3 signs (1 byte a weight)
+        row["fp8_from_packed_ms"] = _time(lambda: B.fp8_matmul(B.sign_rows(x, 1.0), B.unpack_bits(
+            wp, k, k_pad=16, fp8=True), **opts), inner=3)
+        row["fp8_stored_ms"] = _time(lambda: B.fp8_matmul(B.sign_rows(x, 1.0), w8, **opts), inner=3)
+        row["layer_op_ms"] = _time(lambda: B.binary_linear_op(x, w, bias, "ste", None, 1.0, "tensor"), inner=3)
+        a8 = B.sign_rows(x, 1.0)
+        row["sign_x_ms"] = _time(lambda: B.sign_rows(x, 1.0), inner=3)
+        row["unpack_w_fp8_ms"] = _time(lambda: B.unpack_bits(wp, k, k_pad=16, fp8=True), inner=3)
+        row["scaled_mm_epilogue_ms"] = _time(lambda: B.fp8_matmul(a8, w8, **opts), inner=3)
+        _try(row, "scaled_mm_fast_accum_ms", lambda: B.fp8_matmul(a8, w8, fast_accum=True, **opts), inner=3)
+        _try(row, "scaled_mm_channel_scale_ms", lambda: B.fp8_matmul(a8, w8, scale=w.abs().mean(1), bias=bias,
+                                                                     out_dtype=torch.float16), inner=3)
+        row["rowwise_supported_fp16"] = B._ROWWISE.get(torch.float16, True)
+        if EXPLORE or size == 8192:
+            ai = B.sign_int8(x, 1.0)
+            bi = B.unpack_bits(wp, k)
+            _try(row, "int8_triton_gemm_ms", lambda: B.gemm_a8(ai, bi, k, out_dtype=torch.float16,
+                                                                config=(128, 256, 128, 8, 3)), inner=3)
+            for name, cfg in (("128x256x128", (128, 256, 128, 8, 3)), ("128x128x128", (128, 128, 128, 8, 4)),
+                              ("128x256x64", (128, 256, 64, 8, 4))):
+                _try(row, f"fp8_triton_{name}_ms", lambda cfg=cfg: B.gemm_a8(a8, w8, k, out_dtype=torch.float16,
+                                                                              config=cfg), inner=3)
+        best = min(row["fp8_from_packed_ms"], row["fp8_stored_ms"])
+        row["speedup_from_packed"] = row["cublas_fp16_ms"] / row["fp8_from_packed_ms"]
+        row["speedup_stored_fp8"] = row["cublas_fp16_ms"] / row["fp8_stored_ms"]
+        row["speedup_layer_op"] = row["cublas_fp16_ms"] / row["layer_op_ms"]
+        row["speedup_gemm_only"] = row["cublas_fp16_ms"] / row["scaled_mm_epilogue_ms"]
+        row["gemm_TFLOPS"] = 2 * m * n * k / row["scaled_mm_epilogue_ms"] / 1e9
+        RESULTS["matmul"].append(row)
+        print(f"matmul {size}^3: cuBLAS fp16 addmm {row['cublas_fp16_ms']:.3f} ms; ours from packed bits "
+              f"{row['fp8_from_packed_ms']:.3f} (x{row['speedup_from_packed']:.2f}), fp8 stored "
+              f"{row['fp8_stored_ms']:.3f} (x{row['speedup_stored_fp8']:.2f}), layer op {row['layer_op_ms']:.3f} "
+              f"(x{row['speedup_layer_op']:.2f}); GEMM x{row['speedup_gemm_only']:.2f} "
+              f"| {({kk: round(v, 3) for kk, v in row.items() if kk.endswith('_ms')})} best {best:.3f}", flush=True)
+        del x, w, xs, wsc, w8, a8
+
+
+def conv():
+    from kernels import binary as B
+
+    for name, (batch, ch, side) in (("resnet18.layer2", (256, 128, 28)), ("resnet18.layer3", (256, 256, 14))):
+        x = torch.randn(batch, ch, side, side, dtype=torch.float16, device="cuda")
+        w = torch.randn(ch, ch, 3, 3, dtype=torch.float16, device="cuda")
+        bias = torch.randn(ch, dtype=torch.float16, device="cuda")
+        xs, wsc = x.sign(), w.sign() * w.abs().mean()
+        row = {"layer": name, "x": list(x.shape), "w": list(w.shape)}
+        row["cudnn_fp16_nchw_ms"] = _time(lambda: torch.nn.functional.conv2d(xs, wsc, bias, padding=1), inner=3)
+        xcl, wcl = xs.to(memory_format=torch.channels_last), wsc.to(memory_format=torch.channels_last)
+        row["cudnn_fp16_channels_last_ms"] = _time(lambda: torch.nn.functional.conv2d(xcl, wcl, bias, padding=1),
+                                                   inner=3)
+        opts = (1, 1, 1, 1, 0.0, "ste", None, 1.0, "tensor")
+        row["ours_ms"] = _time(lambda: B.binary_conv2d_op(x, w, bias, *opts), inner=3)
+        ref = torch.nn.functional.conv2d(xs.float(), wsc.float(), bias.float(), padding=1)
+        got = B.binary_conv2d_op(x, w, bias, *opts).float()
+        row["max_rel_err"] = ((got - ref).abs().max() / ref.abs().max()).item()
+        cudnn = min(row["cudnn_fp16_nchw_ms"], row["cudnn_fp16_channels_last_ms"])
+        row["speedup_vs_cudnn"] = cudnn / row["ours_ms"]
+        m = batch * side * side
+        row["gemm_shape"] = [m, ch, ch * 9]
+        RESULTS["conv"].append(row)
+        print(f"conv {name} {list(x.shape)}: cuDNN fp16 {cudnn:.3f} ms (nchw {row['cudnn_fp16_nchw_ms']:.3f}, cl "
+              f"{row['cudnn_fp16_channels_last_ms']:.3f}); ours {row['ours_ms']:.3f} ms x{row['speedup_vs_cudnn']:.2f}"
+              f" (rel err {row['max_rel_err']:.1e})", flush=True)
+
+
+GEMV_SWEEP = [("plain", 8, 256, 4, False), ("plain", 8, 64, 4, False), ("plain", 16, 64, 4, False),
+              ("plain", 4, 256, 4, False), ("plain", 32, 256, 8, True), ("plain", 16, 256, 8, True),
+              ("hs", 16, 8, 4, False), ("hs", 32, 8, 4, False), ("hs", 8, 8, 4, False)]
 
 
 def gemv():
@@ -180,47 +260,55 @@ def gemv():
 
     n = k = 8192
     w = torch.randn(n, k, dtype=torch.float16, device="cuda")
-    ws = w.sign()
+    bias = torch.randn(n, dtype=torch.float16, device="cuda")
+    wsc = w.sign() * w.abs().mean()
     wp = B.pack_weight(w)
+    scale = w.abs().mean()
     bw = RESULTS["ceilings"]["copy_TBps"]
+    floor_us = n * k / 8 / (bw * 1e12) * 1e6
     for m in (1, 2, 4, 8, 16):
         x = torch.randn(m, k, dtype=torch.float16, device="cuda")
         xs = x.sign()
-        cublas = _time(lambda: xs @ ws.t(), graph=True, inner=20)
-        row = {"m": m, "cublas_fp16_us": cublas * 1e3}
-        a = B.sign_int8(x, 1.0)
-        for path in ("gemv", "onchip"):
-            try:
-                if path == "gemv":  # what binary_linear runs for small batches: pack x from float, popcount
-                    fn = lambda: B.xnor_gemv(B.pack_rows(x, zero_bit=1), wp, k, out_dtype=torch.float16)  # noqa
-                else:
-                    fn = lambda: B.gemm_a8(B.sign_int8(x, 1.0), wp, k, out_dtype=torch.float16)  # noqa
-                row[f"{path}_us"] = _time(fn, graph=True, inner=20) * 1e3
-                core = lambda: (B.xnor_gemv(B.pack_rows(a, zero_bit=0), wp, k, out_dtype=torch.float16)  # noqa
-                                if path == "gemv" else B.gemm_a8(a, wp, k, out_dtype=torch.float16))
-                row[f"{path}_kernel_us"] = _time(core, graph=True, inner=20) * 1e3
-            except Exception as e:  # noqa: BLE001
-                row[f"{path}_error"] = repr(e)[:200]
-        for bn, bw_ in ((64, 8), (16, 16), (32, 32)):
-            try:
-                B.GEMV_BLOCK_N, B.GEMV_BLOCK_W = bn, bw_
-                row[f"gemv_{bn}x{bw_}_us"] = _time(
-                    lambda: B.xnor_gemv(B.pack_rows(x, zero_bit=1), wp, k, out_dtype=torch.float16),
-                    graph=True, inner=20) * 1e3
-            except Exception as e:  # noqa: BLE001
-                row[f"gemv_{bn}x{bw_}_error"] = repr(e)[:200]
-            finally:
-                B.GEMV_BLOCK_N, B.GEMV_BLOCK_W = 32, 32
-        times = {p[:-3]: v for p, v in row.items() if p.endswith("_us") and p not in ("cublas_fp16_us",)
-                 and "kernel" not in p}
-        best = min(times, key=times.get)
-        row["best"] = best
-        row["speedup_vs_cublas"] = cublas * 1e3 / times[best]
-        row["frac_hbm_floor"] = (n * k / 8 + m * k * 2 + m * n * 2) / (bw * 1e12) * 1e6 / times[best]
+        row = {"m": m, "floor_us": floor_us}
+        row["cublas_fp16_us"] = _time(lambda: torch.addmm(bias, xs, wsc.t()), graph=True, inner=20) * 1e3
+        opts = dict(scale=scale, bias=bias, out_dtype=torch.float16)
+        row["ours_us"] = _time(lambda: B.xnor_gemv(x, wp, k, **opts), graph=True, inner=20) * 1e3
+        row["ours_config"] = list(B._gemv_config(m))
+        a_packed = B.pack_rows(x, zero_bit=1)
+        row["pack_x_us"] = _time(lambda: B.pack_rows(x, zero_bit=1), graph=True, inner=20) * 1e3
+        row["gemv_prepacked_us"] = _time(lambda: B.xnor_gemv(a_packed, wp, k, **opts), graph=True, inner=20) * 1e3
+        if EXPLORE:
+            for cfg in GEMV_SWEEP:
+                key = "cfg_" + "_".join(map(str, cfg))
+                row[key + "_us"] = None
+                try:
+                    row[key + "_us"] = _time(lambda cfg=cfg: B.xnor_gemv(x, wp, k, config=cfg, **opts), graph=True,
+                                             inner=20) * 1e3
+                except Exception as e:  # noqa: BLE001
+                    row[key + "_error"] = repr(e)[:200]
+        row["speedup_vs_cublas"] = row["cublas_fp16_us"] / row["ours_us"]
+        row["frac_floor"] = floor_us / row["ours_us"]
         RESULTS["gemv"].append(row)
-        print(f"batch {m:2d} x 8192x8192: cuBLAS fp16 {cublas * 1e3:.1f} us; ours {times[best]:.1f} us ({best}) "
-              f"x{row['speedup_vs_cublas']:.1f}; {row['frac_hbm_floor']:.0%} of the HBM floor "
-              f"| {({p: round(t, 1) for p, t in times.items()})}", flush=True)
+        sweep = {kk[4:-3]: round(v, 2) for kk, v in row.items() if kk.startswith("cfg_") and v}
+        print(f"gemv batch {m:2d} x 8192x8192: cuBLAS fp16 {row['cublas_fp16_us']:.1f} us; ours {row['ours_us']:.1f} "
+              f"us x{row['speedup_vs_cublas']:.2f} ({row['frac_floor']:.0%} of the packed-weight floor "
+              f"{floor_us:.2f} us; pack {row['pack_x_us']:.1f}, prepacked {row['gemv_prepacked_us']:.1f}) {sweep}",
+              flush=True)
+
+
+LIF_SWEEP = {4: [(512, 4, 1), (512, 4, 2), (1024, 4, 2), (1024, 8, 2), (256, 2, 2)],
+             2: [(1024, 4, 1), (1024, 4, 2), (512, 2, 2), (2048, 8, 2), (512, 4, 2)]}
+
+
+def _lif_times(L, ours, kw, x, xg, gy):
+    def fwd():
+        with torch.no_grad():
+            return ours(x, **kw)
+
+    def fwdbwd():  # autograd.grad with a given cotangent: no accumulation into x.grad inside the timing
+        return torch.autograd.grad(ours(xg, **kw), xg, gy)
+
+    return _time(fwd, inner=5), _time(fwdbwd, inner=5)
 
 
 def lif(deadline: float):
@@ -234,51 +322,47 @@ def lif(deadline: float):
     except Exception as e:  # noqa: BLE001
         sj_neuron = None
         RESULTS["spikingjelly_import_error"] = repr(e)[:300]
+    default = (dict(L.CUDA_BLOCK), L.PREFETCH)
     for dtype in (torch.float32, torch.bfloat16):
         es = torch.finfo(dtype).bits // 8
         x = (torch.rand(steps, n, device="cuda", dtype=torch.float32) * 1.5).to(dtype)
         gy = torch.randn(steps, n, device="cuda", dtype=dtype)
-        floor_f = 2 * steps * n * es / bw * 1e3
-        floor_fb = 4 * steps * n * es / bw * 1e3
+        xg = x.clone().requires_grad_()
+        one_pass = steps * n * es / bw * 1e3
         params = dict(beta=torch.tensor(0.9, device="cuda"), threshold=torch.tensor(1.0, device="cuda"),
                       graded_spikes_factor=torch.tensor(1.0, device="cuda"))
         for name, ours, spec, kw in (("leaky", L.leaky, N.leaky, params),
                                      ("sj_lif", L.sj_lif, N.sj_lif, dict(tau=2.0, v_threshold=1.0, v_reset=0.0))):
-            row = {"neuron": name, "dtype": str(dtype), "T": steps, "N": n, "floor_fwd_ms": floor_f,
-                   "floor_fwdbwd_ms": floor_fb}
-
-            def fwd():
-                with torch.no_grad():
-                    return ours(x, **kw)
-
-            xg = x.clone().requires_grad_()
-
-            def fwdbwd():  # autograd.grad, not .backward: no accumulation into x.grad inside the timing
-                y = ours(xg, **kw)
-                return torch.autograd.grad(y, xg, gy)
-
-            row["ours_fwd_ms"] = _time(fwd, inner=5)
-            row["ours_fwdbwd_ms"] = _time(fwdbwd, inner=5)
-            row["fwd_over_floor"] = row["ours_fwd_ms"] / floor_f
-            row["fwdbwd_over_floor"] = row["ours_fwdbwd_ms"] / floor_fb
+            row = {"neuron": name, "dtype": str(dtype), "T": steps, "N": n, "one_pass_ms": one_pass,
+                   "floor_fwd_ms": 2 * one_pass, "floor_fwdbwd_ms": 5 * one_pass, "design_fwdbwd_ms": 6 * one_pass,
+                   "config": [list(L.CUDA_BLOCK[es]), L.PREFETCH]}
+            row["ours_fwd_ms"], row["ours_fwdbwd_ms"] = _lif_times(L, ours, kw, x, xg, gy)
+            if EXPLORE:
+                for size, warps, pre in LIF_SWEEP[es]:
+                    L.CUDA_BLOCK[es], L.PREFETCH = (size, warps), pre
+                    try:
+                        f, fb = _lif_times(L, ours, kw, x, xg, gy)
+                        row[f"cfg_{size}_{warps}_{pre}"] = [round(f, 4), round(fb, 4)]
+                    except Exception as e:  # noqa: BLE001
+                        row[f"cfg_{size}_{warps}_{pre}_error"] = repr(e)[:200]
+                    finally:
+                        L.CUDA_BLOCK.update(default[0])
+                        L.PREFETCH = default[1]
+                # the second run of the default config: the noise between two measurements of the same code
+                row["ours_fwd_again_ms"], row["ours_fwdbwd_again_ms"] = _lif_times(L, ours, kw, x, xg, gy)
+            row["fwd_over_floor"] = row["ours_fwd_ms"] / row["floor_fwd_ms"]
+            row["fwdbwd_over_floor"] = row["ours_fwdbwd_ms"] / row["floor_fwdbwd_ms"]
             if time.time() < deadline and not NO_COMPILE:
                 try:
                     t0 = time.time()
-                    cf = torch.compile(lambda t: spec(t, **kw))
-                    with torch.no_grad():
-                        cf(x)
-                    row["compile_fwd_ms"] = _time(lambda: cf(x), inner=3)
-                    row["compile_fwd_compile_s"] = time.time() - t0
-                    if time.time() < deadline:
-                        t0 = time.time()
-                        cfb = torch.compile(lambda t: spec(t, **kw))
+                    cfb = torch.compile(lambda t: spec(t, **kw))
 
-                        def cfwdbwd():
-                            return torch.autograd.grad(cfb(xg), xg, gy)
+                    def cfwdbwd():
+                        return torch.autograd.grad(cfb(xg), xg, gy)
 
-                        cfwdbwd()
-                        row["compile_fwdbwd_ms"] = _time(cfwdbwd, inner=3)
-                        row["compile_fwdbwd_compile_s"] = time.time() - t0
+                    cfwdbwd()
+                    row["compile_fwdbwd_ms"] = _time(cfwdbwd, inner=3)
+                    row["compile_fwdbwd_compile_s"] = time.time() - t0
                 except Exception as e:  # noqa: BLE001
                     row["compile_error"] = repr(e)[:300]
             if name == "sj_lif" and sj_neuron is not None:
@@ -299,11 +383,33 @@ def lif(deadline: float):
                     row["spikingjelly_fwdbwd_ms"] = _time(sj_fwdbwd, inner=3)
                     node.reset()
                     with torch.no_grad():
-                        row["spikingjelly_spike_mismatch"] = (node(x) != fwd()).sum().item()
+                        row["spikingjelly_spike_mismatch"] = (node(x) != ours(x, **kw)).sum().item()
                 except Exception as e:  # noqa: BLE001
                     row["spikingjelly_error"] = repr(e)[:300]
             RESULTS["lif"].append(row)
-            print("lif", {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+            print("lif", {kk: (round(v, 4) if isinstance(v, float) else v) for kk, v in row.items()}, flush=True)
+        del x, gy, xg
+
+
+def probe():
+    """One launch of each kernel that the docs discuss, for ``ncu`` (no timing)."""
+    from kernels import binary as B
+    from kernels import lif as L
+
+    k = 8192
+    w = torch.randn(k, k, dtype=torch.float16, device="cuda")
+    wp = B.pack_weight(w)
+    for m in (1, 16):
+        x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+        B.xnor_gemv(x, wp, k, out_dtype=torch.float16)
+    x = torch.randn(k, k, dtype=torch.float16, device="cuda")
+    B.fp8_matmul(B.sign_rows(x, 1.0), B.unpack_bits(wp, k, k_pad=16, fp8=True), out_dtype=torch.float16)
+    xl = torch.rand(64, 1 << 20, device="cuda").requires_grad_()
+    gy = torch.randn_like(xl)
+    for fn in (L.leaky, L.sj_lif):
+        kw = dict(beta=0.9) if fn is L.leaky else {}
+        torch.autograd.grad(fn(xl, **kw), xl, gy)
+    torch.cuda.synchronize()
 
 
 def main(argv=None) -> int:
@@ -311,23 +417,38 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--budget-s", type=float, default=420.0, help="skip torch.compile baselines past this")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
+    parser.add_argument("--explore", action="store_true", help="add the alternatives and config sweeps")
+    parser.add_argument("--sections", default="ceilings,correctness,matmul,conv,gemv,lif")
+    parser.add_argument("--probe", action="store_true", help="one launch of each kernel, for ncu")
     args = parser.parse_args(argv)
-    global NO_COMPILE
-    NO_COMPILE = args.no_compile
+    if args.probe:
+        probe()
+        return 0
+    global NO_COMPILE, EXPLORE
+    NO_COMPILE, EXPLORE = args.no_compile, args.explore
     started = time.time()
     import triton
 
     RESULTS["env"] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                      "sms": torch.cuda.get_device_properties(0).multi_processor_count}
+                      "sms": torch.cuda.get_device_properties(0).multi_processor_count, "explore": EXPLORE,
+                      "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(RESULTS["env"], flush=True)
-    for step in (ceilings, correctness, matmul_large, gemv, lambda: lif(started + args.budget_s)):
+    steps = {"ceilings": ceilings, "correctness": correctness, "matmul": matmul, "conv": conv, "gemv": gemv,
+             "lif": lambda: lif(started + args.budget_s)}
+    wanted = args.sections.split(",")
+    if "ceilings" not in wanted:
+        wanted.insert(0, "ceilings")  # the floors need the copy bandwidth
+    for name in wanted:
+        t0 = time.time()
         try:
-            step()
+            steps[name]()
         except Exception:  # noqa: BLE001 - keep what was measured
-            RESULTS.setdefault("errors", []).append(traceback.format_exc()[-1500:])
+            RESULTS.setdefault("errors", []).append(f"{name}: " + traceback.format_exc()[-1500:])
             traceback.print_exc()
+        RESULTS.setdefault("section_s", {})[name] = round(time.time() - t0, 1)
         _save(args.out)
     RESULTS["wall_s"] = time.time() - started
+    RESULTS["complete"] = True
     _save(args.out)
     return 0
 

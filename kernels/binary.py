@@ -4,15 +4,19 @@ Each forward is a ``torch.library.custom_op`` in the ``qsnn_kernels`` namespace 
 vmap rule (opaque to ``torch.compile(fullgraph=True)`` and ``torch.export``); an ``autograd.Function`` with
 ``setup_context`` adds the spec's straight-through backward (:mod:`reference.quant`'s ``*_grad`` formulas and
 ``a * sign(W)`` weights), so ``torch.func.grad``/``vmap`` compose with it (``custom_op.register_autograd`` does
-not, torch 2.13: "an autograd.Function ... must override the setup_context staticmethod"). The forward is exact integer arithmetic on the signs:
+not, torch 2.13: "an autograd.Function ... must override the setup_context staticmethod"). The forward is exact
+integer arithmetic on the signs:
 
 - weights are bit-packed along K into int32 words (lsb first: the layout of :func:`reference.packing.pack_signs`
   with ``word_bits=32, bit_order="lsb"``), 16 times fewer bytes than float16;
 - small batches (``M <= GEMV_MAX_M``, +-1 activations) pack the activations too and XOR-popcount them against
   the packed weights (:func:`xnor_gemv`);
-- larger batches feed int8 activations (+-1, or 0 from a zero padding) to the int8 tensor cores, expanding the
-  weight bits to int8 on chip (``"onchip"``) or once per call into device memory (``"expand"``, from
-  ``EXPAND_MIN_M`` rows);
+- larger batches on a CUDA GPU with FP8 tensor cores (compute capability 8.9+) write the signs as e4m3 bytes
+  (+-1 and 0 are exact in e4m3) and multiply them with ``torch._scaled_mm`` (cuBLASLt; integer sums are exact:
+  every partial sum is an integer far below 2^24), scale and bias in its epilogue (``"fp8"``);
+- otherwise (the CPU interpreter, older GPUs, float64) int8 activations (+-1, or 0 from a zero padding) go to
+  the int8 tensor cores of our Triton GEMM, expanding the weight bits to int8 on chip (``"onchip"``) or once per
+  call into device memory (``"expand"``, from ``EXPAND_MIN_M`` rows);
 - the epilogue applies the spec's weight scale (none / per tensor / per output channel) and the bias.
 """
 
@@ -26,19 +30,26 @@ from torch import nn
 
 from reference import quant as Q
 
-from . import _runtime
 from ._runtime import kernel
 
 #: Dispatch thresholds (rows of the activation matrix); measured on an H200, see docs/kernels.md.
 GEMV_MAX_M = 16
 EXPAND_MIN_M = 1024
-#: XOR-popcount tile on CUDA: output columns and 32-bit words per program step.
-GEMV_BLOCK_N = 32
-GEMV_BLOCK_W = 32
+FP8_MIN_M = 64
+#: XOR-popcount kernels on CUDA by batch rows (the first entry whose bound is >= M): (kernel, BLOCK_N,
+#: BLOCK_W, num_warps, fused). "plain": [BLOCK_M, BLOCK_N, BLOCK_W] word tiles, one popcount a word;
+#: "hs": Harley-Seal carry-save counting, eight words a step; fused: the float activations are signed and packed
+#: inside the GEMV (no separate packing launch).
+GEMV_CUDA = [(2, ("plain", 8, 256, 4, False)), (8, ("plain", 8, 64, 4, False)), (16, ("hs", 16, 8, 4, False))]
+#: cuBLASLt's fast accumulation for the fp8 GEMM (exact for these integer sums while |sum| <= K <= FP8_FAST_MAX_K).
+FP8_FAST_ACCUM = False
+FP8_FAST_MAX_K = 8192
 
 INPUT_QUANTS = ("ste", "clipped_ste", "approx_sign", "hardtanh_ste")
 WEIGHT_SCALINGS = ("none", "tensor", "channel")
-PATHS = ("auto", "gemv", "onchip", "expand")
+PATHS = ("auto", "gemv", "onchip", "expand", "fp8")
+#: e4m3 bit patterns of +1.0 and -1.0 (as int8: 0x38, 0xB8).
+E4M3_ONE, E4M3_MINUS_ONE = 0x38, 0xB8 - 256
 
 
 def _src():
@@ -78,6 +89,13 @@ def _fresh(t: torch.Tensor) -> torch.Tensor:
     return t.clone() if t._base is not None else t
 
 
+def fp8_available(device: torch.device) -> bool:
+    """Whether ``device`` has FP8 tensor cores that ``torch._scaled_mm`` drives (CUDA, compute capability 8.9+)."""
+    if device.type != "cuda" or not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
+        return False
+    return torch.cuda.get_device_capability(device) >= (8, 9)
+
+
 # ----------------------------------------------------------------------------------------------- building blocks
 
 def pack_rows(x2d: torch.Tensor, *, zero_bit: int = 0, pad_bit: int = 1, msb: bool = False) -> torch.Tensor:
@@ -87,34 +105,62 @@ def pack_rows(x2d: torch.Tensor, *, zero_bit: int = 0, pad_bit: int = 1, msb: bo
     words = -(-length // 32)
     out = torch.empty((rows, words), dtype=torch.int32, device=x2d.device)
     if rows and words:
-        block_r, block_w = (16, 4) if _cuda(x2d) else (8, 2)
+        if _cuda(x2d):
+            block_r, block_w = (16, 4) if rows > 8 else (1, 16)
+        else:
+            block_r, block_w = (8, 2)
         grid = (-(-rows // block_r), -(-words // block_w))
         K_.pack_signs(x2d.device, grid, x2d, out, rows, length, words, x2d.stride(0), out.stride(0),
                       ZERO_BIT=zero_bit, PAD_BIT=pad_bit, MSB=msb, BLOCK_R=block_r, BLOCK_W=block_w)
     return out
 
 
-def sign_int8(x: torch.Tensor, zero_value: float) -> torch.Tensor:
-    """``sign(x)`` as int8 with ``sign(0) = zero_value``."""
+def _sign_bytes(zero_value: float, fp8: bool) -> dict:
+    pos, neg = (E4M3_ONE, E4M3_MINUS_ONE) if fp8 else (1, -1)
+    return dict(POS=pos, NEG=neg, ZERO=pos if zero_value > 0 else neg if zero_value < 0 else 0)
+
+
+def sign_int8(x: torch.Tensor, zero_value: float, *, fp8: bool = False) -> torch.Tensor:
+    """``sign(x)`` as int8 with ``sign(0) = zero_value`` (any shape); ``fp8``: as e4m3 (a ``float8_e4m3fn`` view)."""
     x = _kernel_view(x).contiguous()
     out = torch.empty(x.shape, dtype=torch.int8, device=x.device)
     n = x.numel()
     if n:
         block = 1024 if _cuda(x) else 256
-        K_.sign_i8(x.device, (-(-n // block),), x, out, n, ZERO_VALUE=int(zero_value), BLOCK=block)
-    return out
+        K_.sign_i8(x.device, (-(-n // block),), x, out, n, BLOCK=block, **_sign_bytes(zero_value, fp8))
+    return out.view(torch.float8_e4m3fn) if fp8 else out
 
 
-def unpack_bits(packed: torch.Tensor, k: int) -> torch.Tensor:
-    """``[N, KW]`` int32 words -> ``[N, k]`` int8 signs -1/+1 (lsb order)."""
+def sign_rows(x2d: torch.Tensor, zero_value: float, *, k_pad: int = 16, fp8: bool = True) -> torch.Tensor:
+    """``sign(x2d)`` rows ``[R, L]`` as bytes ``[R, ceil(L / k_pad) * k_pad]``, the padding zero; ``fp8``: e4m3."""
+    x2d = _kernel_view(x2d)
+    if x2d.stride(-1) != 1:
+        x2d = x2d.contiguous()
+    rows, length = x2d.shape
+    lp = -(-length // k_pad) * k_pad
+    out = torch.empty((rows, lp), dtype=torch.int8, device=x2d.device)
+    if rows and lp:
+        block_r, block_l = (16, 256) if _cuda(x2d) else (8, 32)
+        K_.sign_rows(x2d.device, (-(-rows // block_r), -(-lp // block_l)), x2d, out, rows, length, lp,
+                     x2d.stride(0), out.stride(0), BLOCK_R=block_r, BLOCK_L=block_l,
+                     **_sign_bytes(zero_value, fp8))
+    return out.view(torch.float8_e4m3fn) if fp8 else out
+
+
+def unpack_bits(packed: torch.Tensor, k: int, *, k_pad: int = 1, fp8: bool = False) -> torch.Tensor:
+    """``[N, KW]`` int32 words -> ``[N, ceil(k / k_pad) * k_pad]`` signs -1/+1 (lsb order), the padding zero;
+    int8, or e4m3 (``fp8``)."""
     packed = packed.contiguous()
     n, kw = packed.shape
-    out = torch.empty((n, k), dtype=torch.int8, device=packed.device)
-    if n and k:
+    kp = -(-k // k_pad) * k_pad
+    out = torch.empty((n, kp), dtype=torch.int8, device=packed.device)
+    if n and kp:
         block_n, block_w = (32, 8) if _cuda(packed) else (8, 2)
-        K_.unpack_bits_i8(packed.device, (-(-n // block_n), -(-kw // block_w)), packed, out, n, k, kw,
-                          packed.stride(0), out.stride(0), BLOCK_N=block_n, BLOCK_W=block_w)
-    return out
+        words = -(-kp // 32)
+        pos, neg = (E4M3_ONE, E4M3_MINUS_ONE) if fp8 else (1, -1)
+        K_.unpack_bits_i8(packed.device, (-(-n // block_n), -(-words // block_w)), packed, out, n, k, kp, kw,
+                          packed.stride(0), out.stride(0), POS=pos, NEG=neg, BLOCK_N=block_n, BLOCK_W=block_w)
+    return out.view(torch.float8_e4m3fn) if fp8 else out
 
 
 def _scale_args(scale: Optional[torch.Tensor], like: torch.Tensor):
@@ -123,24 +169,49 @@ def _scale_args(scale: Optional[torch.Tensor], like: torch.Tensor):
     return (1 if scale.numel() == 1 else 2), _kernel_view(scale.reshape(-1)).contiguous()
 
 
-def xnor_gemv(a_packed: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: Optional[torch.Tensor] = None,
-              bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """``scale * (k - 2 popcount(a ^ b)) + bias`` for packed +-1 rows ``a [M, KW]``, ``b [N, KW]`` padded alike."""
-    m, kw = a_packed.shape
+def _gemv_config(m: int) -> tuple:
+    for bound, config in GEMV_CUDA:
+        if m <= bound:
+            return config
+    return GEMV_CUDA[-1][1]
+
+
+def xnor_gemv(a: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: Optional[torch.Tensor] = None,
+              bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.float32, zero_bit: int = 1,
+              config: tuple | None = None) -> torch.Tensor:
+    """``scale * (k - 2 popcount(a ^ b)) + bias`` for +-1 rows: ``b [N, KW]`` packed (pad bit 1), ``a`` packed
+    ``[M, KW]`` likewise, or the float activations ``[M, k]`` (their signs, ``sign(0)`` packed as ``zero_bit``:
+    packed here, or inside the GEMV when the CUDA config says ``fused``)."""
+    m = a.shape[0]
     n = b_packed.shape[0]
-    out = torch.empty((m, n), dtype=_kernel_out_dtype(out_dtype, a_packed.device), device=a_packed.device)
+    kw = b_packed.shape[1]
+    out = torch.empty((m, n), dtype=_kernel_out_dtype(out_dtype, a.device), device=a.device)
     bias = None if bias is None else _kernel_view(bias)
     if not (m and n):
         return out.to(out_dtype)
     mode, scale_t = _scale_args(scale, out)
-    cuda = _cuda(a_packed)
-    block_m = max(2, min(16, 1 << (m - 1).bit_length()))
-    block_n, block_w = (GEMV_BLOCK_N if m <= 4 else GEMV_BLOCK_N // 2, GEMV_BLOCK_W) if cuda else (16, 4)
+    cuda = _cuda(a)
+    kind, block_n, block_w, warps, fused = config or _gemv_config(m)
+    if not cuda:  # the interpreter: the same kernel as CUDA would run, small blocks, packing outside
+        block_n, block_w, fused = 16, 4, False
+    a_float = a.dtype.is_floating_point
+    if a_float and not fused:
+        a = pack_rows(a, zero_bit=zero_bit, pad_bit=1)
+        a_float = False
+    a = _kernel_view(a).contiguous()
+    block_m = min(16, 1 << (m - 1).bit_length()) if kind == "plain" else 16
+    if not cuda:
+        block_m = max(2, block_m)
     grid = (-(-n // block_n), -(-m // block_m))
-    K_.xnor_gemv(a_packed.device, grid, a_packed, b_packed, out, scale_t, bias if bias is not None else out,
-                 m, n, k, kw, a_packed.stride(0), b_packed.stride(0), out.stride(0),
-                 SCALE_MODE=mode, HAS_BIAS=bias is not None, USE_ASM=cuda,
-                 BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_W=block_w)
+    common = (a.device, grid, a, b_packed, out, scale_t, bias if bias is not None else out, m, n, k, kw,
+              a.stride(0), b_packed.stride(0), out.stride(0))
+    extra = {"num_warps": warps} if cuda else {}
+    if kind == "hs":
+        K_.xnor_gemv_hs(*common, SCALE_MODE=mode, HAS_BIAS=bias is not None, USE_ASM=cuda, BLOCK_M=block_m,
+                        BLOCK_N=block_n, **extra)
+    else:
+        K_.xnor_gemv(*common, SCALE_MODE=mode, HAS_BIAS=bias is not None, USE_ASM=cuda, A_FLOAT=a_float,
+                     ZERO_BIT=zero_bit, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_W=block_w, **extra)
     return out.to(out_dtype)
 
 
@@ -152,7 +223,8 @@ def gemm_a8(a_i8: torch.Tensor, b: torch.Tensor, k: int, *, scale: Optional[torc
             bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.float32,
             config: tuple | None = None) -> torch.Tensor:
     """``scale * (a @ b.T) + bias`` on the int8 tensor cores; ``b`` +-1 signs, packed int32 ``[N, KW]`` or int8
-    ``[N, k]``; ``a`` int8 ``[M, k]`` in {-1, 0, 1}."""
+    ``[N, k]``; ``a`` int8 ``[M, k]`` in {-1, 0, 1}. With e4m3 ``a`` and ``b`` (CUDA only) on the fp8 tensor cores
+    (our Triton GEMM, measured against ``torch._scaled_mm``)."""
     a_i8 = a_i8.contiguous()
     b = b.contiguous()
     m = a_i8.shape[0]
@@ -163,6 +235,7 @@ def gemm_a8(a_i8: torch.Tensor, b: torch.Tensor, k: int, *, scale: Optional[torc
         return out.to(out_dtype)
     mode, scale_t = _scale_args(scale, out)
     packed = b.dtype == torch.int32
+    is_float = a_i8.dtype.is_floating_point
     kw = -(-k // 32)
     extra = {}
     if _cuda(a_i8):
@@ -173,8 +246,63 @@ def gemm_a8(a_i8: torch.Tensor, b: torch.Tensor, k: int, *, scale: Optional[torc
     grid = (-(-m // bm) * -(-n // bn),)
     K_.gemm_a8(a_i8.device, grid, a_i8, b, out, scale_t, bias if bias is not None else out, m, n, k, kw,
                a_i8.stride(0), b.stride(0), out.stride(0), B_PACKED=packed, SCALE_MODE=mode,
-               HAS_BIAS=bias is not None, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, **extra)
+               HAS_BIAS=bias is not None, FLOAT=is_float, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, **extra)
     return out.to(out_dtype)
+
+
+def fp8_matmul(a8: torch.Tensor, b8: torch.Tensor, *, scale: Optional[torch.Tensor] = None,
+               bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.float32,
+               fast_accum: Optional[bool] = None) -> torch.Tensor:
+    """``scale * (a8 @ b8.T) + bias`` by ``torch._scaled_mm`` for e4m3 signs ``a8 [M, Kp]``, ``b8 [N, Kp]``
+    (``Kp % 16 == 0``, ``N % 16 == 0``). The sums are exact integers in fp32; the scale and, for a float16/bfloat16
+    output, the bias are applied in cuBLASLt's epilogue (fp32 arithmetic, one rounding); a float32 output adds its
+    bias after (cuBLASLt's fp8 kernels take no bias with a float32 output)."""
+    k = a8.shape[1]
+    fast = (FP8_FAST_ACCUM and k <= FP8_FAST_MAX_K) if fast_accum is None else fast_accum
+    mm_dtype = out_dtype if out_dtype in (torch.float16, torch.bfloat16) else torch.float32
+    one = _one(a8.device)
+    scale_b = one
+    rowwise = False
+    if scale is not None:
+        if scale.numel() == 1:
+            scale_b = scale.reshape(()).float()
+        else:
+            rowwise = True
+    fused_bias = bias is not None and mm_dtype != torch.float32
+    kw = dict(out_dtype=mm_dtype, use_fast_accum=fast, bias=bias.to(mm_dtype) if fused_bias else None)
+    y = None
+    if rowwise and _ROWWISE.get(mm_dtype, True):
+        try:  # per-channel scale in the epilogue (rowwise scaling; not every torch/cuBLAS takes it for every dtype)
+            y = torch._scaled_mm(a8, b8.t(), scale_a=one.expand(a8.shape[0], 1).contiguous(),
+                                 scale_b=scale.reshape(1, -1).float(), **kw)
+        except RuntimeError:
+            _ROWWISE[mm_dtype] = False
+    if y is None and rowwise:  # exact sums in fp32, then the scale and bias in fp32, one rounding to out_dtype
+        y = torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.float32, use_fast_accum=fast)
+        y = y.mul_(scale.reshape(1, -1).float())
+        fused_bias = False
+    elif y is None:
+        y = torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=scale_b, **kw)
+    if bias is not None and not fused_bias:
+        y = y.add_(bias.to(y.dtype))
+    return y if y.dtype == out_dtype else y.to(out_dtype)
+
+
+_ONES: dict = {}
+#: Output dtypes for which torch._scaled_mm refused rowwise (per-channel) scaling in this process.
+_ROWWISE: dict = {}
+
+
+def _one(device: torch.device) -> torch.Tensor:
+    key = str(device)
+    if key not in _ONES:
+        _ONES[key] = torch.ones((), dtype=torch.float32, device=device)
+    return _ONES[key]
+
+
+def _fp8_ok(m: int, n: int, device: torch.device, dtype: torch.dtype) -> bool:
+    return (m >= FP8_MIN_M and n % 16 == 0 and dtype in (torch.float16, torch.bfloat16, torch.float32)
+            and fp8_available(device))
 
 
 def packed_matmul(a_i8: torch.Tensor, w_packed: torch.Tensor, k: int, *, scale: Optional[torch.Tensor] = None,
@@ -187,13 +315,28 @@ def packed_matmul(a_i8: torch.Tensor, w_packed: torch.Tensor, k: int, *, scale: 
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     m = a_i8.shape[0]
+    n = w_packed.shape[0]
     if path == "auto":
-        path = "gemv" if (m <= GEMV_MAX_M and a_is_pm1) else "expand" if m >= EXPAND_MIN_M else "onchip"
+        if m <= GEMV_MAX_M and a_is_pm1:
+            path = "gemv"
+        elif _fp8_ok(m, n, a_i8.device, out_dtype):
+            path = "fp8"
+        else:
+            path = "expand" if m >= EXPAND_MIN_M else "onchip"
     if path == "gemv":
         if not a_is_pm1:
             raise ValueError("the XOR-popcount path needs +-1 activations (no zeros)")
         a_packed = pack_rows(a_i8, zero_bit=0, pad_bit=1)
         return xnor_gemv(a_packed, w_packed, k, scale=scale, bias=bias, out_dtype=out_dtype)
+    if path == "fp8":
+        if not fp8_available(a_i8.device):
+            raise ValueError("the fp8 path needs a CUDA GPU with FP8 tensor cores (compute capability 8.9+)")
+        kp = -(-k // 16) * 16
+        a8 = a_i8.to(torch.float8_e4m3fn)
+        if kp != k:
+            a8 = F.pad(a_i8, (0, kp - k)).to(torch.float8_e4m3fn)
+        return fp8_matmul(a8, unpack_bits(w_packed, k, k_pad=16, fp8=True), scale=scale, bias=bias,
+                          out_dtype=out_dtype)
     if path == "expand":
         return gemm_a8(a_i8, unpack_bits(w_packed, k), k, scale=scale, bias=bias, out_dtype=out_dtype)
     return gemm_a8(a_i8, w_packed, k, scale=scale, bias=bias, out_dtype=out_dtype)
@@ -296,8 +439,11 @@ def binary_linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     x2d = x.reshape(-1, k)
     options = dict(scale=_weight_scale(w, weight_scaling), bias=None if bias is None else bias.to(x.dtype),
                    out_dtype=x.dtype)
-    if x2d.shape[0] <= GEMV_MAX_M:  # small batch: pack the activations straight from x, XOR-popcount
-        y = xnor_gemv(pack_rows(x2d, zero_bit=int(zero_value > 0)), pack_weight(w, zero_value), k, **options)
+    m, n = x2d.shape[0], w.shape[0]
+    if m <= GEMV_MAX_M:  # small batch: pack the activations straight from x, XOR-popcount
+        y = xnor_gemv(x2d, pack_weight(w, zero_value), k, zero_bit=int(zero_value > 0), **options)
+    elif _fp8_ok(m, n, x.device, x.dtype):  # e4m3 signs straight from x and from the weight, cuBLASLt fp8 GEMM
+        y = fp8_matmul(sign_rows(x2d, zero_value), sign_rows(w, zero_value), **options)
     else:
         y = packed_matmul(sign_int8(x2d, zero_value), pack_weight(w, zero_value), k, **options)
     return _fresh(y.reshape(x.shape[:-1] + (weight.shape[0],)))
@@ -398,20 +544,29 @@ def binary_conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     unbatched = x.dim() == 3
     xb = x.unsqueeze(0) if unbatched else x
     w = weight.to(x.dtype)
-    s = sign_int8(xb, zero_value)
-    if padding:
-        s = F.pad(s, (padding,) * 4, value=int(pad_value))
     cout, cin_g, kh, kw = w.shape
-    scale = _weight_scale(w, weight_scaling)
     per_group = cout // groups
+    oh, ow = _conv_out_shape(xb, w, stride, padding, dilation)[-2:]
+    # e4m3 signs and the fp8 GEMM when the patch length and the output channels suit it (no K padding needed)
+    fp8 = (cin_g * kh * kw) % 16 == 0 and _fp8_ok(xb.shape[0] * oh * ow, per_group, x.device, x.dtype)
+    s = sign_int8(xb, zero_value, fp8=fp8)
+    if padding:
+        fill = int(pad_value) if not fp8 else E4M3_ONE if pad_value > 0 else E4M3_MINUS_ONE if pad_value < 0 else 0
+        s = F.pad(s.view(torch.int8), (padding,) * 4, value=fill)
+    scale = _weight_scale(w, weight_scaling)
     outs = []
     for g in range(groups):
         a, oh, ow = _im2col(s[:, g * cin_g:(g + 1) * cin_g], kh, kw, stride, dilation)
         rows = slice(g * per_group, (g + 1) * per_group)
         sc = None if scale is None else (scale if scale.dim() == 0 else scale[rows])
-        outs.append(packed_matmul(a.contiguous(), pack_weight(w[rows], zero_value), cin_g * kh * kw, scale=sc,
-                                  bias=None if bias is None else bias[rows].to(x.dtype), out_dtype=x.dtype,
-                                  a_is_pm1=not (padding and pad_value == 0.0)))
+        b = None if bias is None else bias[rows].to(x.dtype)
+        if fp8:
+            outs.append(fp8_matmul(a.contiguous().view(torch.float8_e4m3fn),
+                                   sign_rows(w[rows].reshape(per_group, -1), zero_value), scale=sc, bias=b,
+                                   out_dtype=x.dtype))
+        else:
+            outs.append(packed_matmul(a.contiguous(), pack_weight(w[rows], zero_value), cin_g * kh * kw, scale=sc,
+                                      bias=b, out_dtype=x.dtype, a_is_pm1=not (padding and pad_value == 0.0)))
     y = torch.cat(outs, dim=1) if groups > 1 else outs[0]
     y = y.reshape(xb.shape[0], oh, ow, cout).permute(0, 3, 1, 2).contiguous()
     return _fresh(y[0] if unbatched else y)

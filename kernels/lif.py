@@ -11,6 +11,8 @@ spec (which computes in ``x``'s dtype) does; arithmetic inside a step is float32
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Optional
 
 import torch
@@ -23,8 +25,10 @@ from ._runtime import kernel
 RESETS = {"subtract": 0, "zero": 1, "none": 2}
 SURROGATES = {"straight_through": 0, "fast_sigmoid": 1, "atan": 2, "sigmoid": 3}
 
-#: (BLOCK, num_warps) on CUDA; the CPU interpreter uses small blocks.
-CUDA_BLOCK = (512, 4)
+#: (BLOCK, num_warps) on CUDA by element size in bytes, and how many steps ahead the loads go (measured on an
+#: H200, docs/kernels.md); the CPU interpreter uses small blocks.
+CUDA_BLOCK = {8: (512, 4), 4: (512, 4), 2: (1024, 4)}
+PREFETCH = 2
 
 
 def _src():
@@ -51,12 +55,30 @@ def _alpha(surrogate: str, surrogate_alpha: Optional[float]) -> float:
     return float(S._TABLE[surrogate][1]["alpha"] if surrogate_alpha is None else surrogate_alpha)
 
 
-def _launch_shape(x: torch.Tensor, n: int, block: tuple | None = None):
+def _launch_shape(x: torch.Tensor, n: int):
     if x.device.type == "cuda":
-        size, warps = block or CUDA_BLOCK
-        return size, -(-n // size), {"num_warps": warps}
+        size, warps = CUDA_BLOCK[x.element_size()]
+        return size, -(-n // size), {"num_warps": warps, "PREFETCH": PREFETCH}
     size = 16
-    return size, -(-n // size), {}
+    return size, -(-n // size), {"PREFETCH": PREFETCH}
+
+
+def _consts(values, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The kernels' float scalars as a tensor of the arithmetic's dtype (a Python float reaches a compiled kernel
+    as fp32, which rounded float64 runs' constants); cached, so a repeated call copies nothing to the device."""
+    return _consts_cached(tuple(float(v) for v in values), torch.float64 if dtype == torch.float64 else torch.float32,
+                          str(device))
+
+
+@functools.lru_cache(maxsize=256)
+def _consts_cached(values: tuple, dtype: torch.dtype, device: str) -> torch.Tensor:
+    return torch.tensor(values, dtype=dtype, device=device)
+
+
+def _alpha_consts(surrogate: str, surrogate_alpha: Optional[float]) -> list[float]:
+    """alpha, alpha / 2 and pi / 2 * alpha, computed in double as the spec's Python floats are."""
+    alpha = _alpha(surrogate, surrogate_alpha)
+    return [alpha, alpha / 2.0, math.pi / 2.0 * alpha]
 
 
 def _flags(x: torch.Tensor) -> dict:
@@ -142,8 +164,9 @@ def leaky_backward_op(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, 
         params = [_kernel_view(p.to(dtype).reshape(())) for p in (beta, threshold, graded_spikes_factor)]
         uk = _kernel_view(u)
         block, grid, extra = _launch_shape(g, n)
-        K_.leaky_bwd(g.device, (grid,), g, uk, _kernel_view(v) if v.numel() else uk, dx, part, *params, steps, n,
-                     _alpha(surrogate, surrogate_alpha), RESET=RESETS[reset_mechanism], DELAY=reset_delay,
+        consts = _consts(_alpha_consts(surrogate, surrogate_alpha), dtype, g.device)
+        K_.leaky_bwd(g.device, (grid,), g, uk, _kernel_view(v) if v.numel() else uk, dx, part, *params, consts,
+                     steps, n, RESET=RESETS[reset_mechanism], DELAY=reset_delay,
                      SURROGATE=SURROGATES[surrogate], F64=dtype == torch.float64, BLOCK=block, **extra)
     return dx.to(dtype), part
 
@@ -268,9 +291,9 @@ def sj_lif_op(x: torch.Tensor, tau: float, decay_input: bool, v_threshold: float
     if x.numel():
         inv_tau, reset = _sj_scalars(tau, v_reset)
         block, grid, extra = _launch_shape(x, n)
-        K_.sj_lif_fwd(x.device, (grid,), xk, spk, h if save else spk, steps, n, inv_tau, float(v_threshold), reset,
-                      reset, DECAY_INPUT=decay_input, SOFT=v_reset is None, SAVE=save, BLOCK=block, **_flags(x),
-                      **extra)
+        consts = _consts([inv_tau, float(v_threshold), reset, reset], x.dtype, x.device)
+        K_.sj_lif_fwd(x.device, (grid,), xk, spk, h if save else spk, consts, steps, n, DECAY_INPUT=decay_input,
+                      SOFT=v_reset is None, SAVE=save, BLOCK=block, **_flags(x), **extra)
     return spk.to(x.dtype), h.to(x.dtype)
 
 
@@ -300,10 +323,11 @@ def sj_lif_backward_op(grad_spk: torch.Tensor, h: torch.Tensor, tau: float, deca
     if g.numel():
         inv_tau, reset = _sj_scalars(tau, v_reset)
         block, grid, extra = _launch_shape(g, n)
-        K_.sj_lif_bwd(g.device, (grid,), g, _kernel_view(h), dx, steps, n, inv_tau, float(v_threshold), reset,
-                      _alpha(surrogate, surrogate_alpha), DECAY_INPUT=decay_input, SOFT=v_reset is None,
-                      DETACH=detach_reset, SURROGATE=SURROGATES[surrogate], F64=dtype == torch.float64,
-                      BLOCK=block, **extra)
+        consts = _consts([inv_tau, float(v_threshold), reset, *_alpha_consts(surrogate, surrogate_alpha)], dtype,
+                         g.device)
+        K_.sj_lif_bwd(g.device, (grid,), g, _kernel_view(h), dx, consts, steps, n, DECAY_INPUT=decay_input,
+                      SOFT=v_reset is None, DETACH=detach_reset, SURROGATE=SURROGATES[surrogate],
+                      F64=dtype == torch.float64, BLOCK=block, **extra)
     return dx.to(dtype)
 
 

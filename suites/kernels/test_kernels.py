@@ -142,3 +142,84 @@ def test_inference_writes_no_trace():
     with torch.no_grad():
         spk, u, v = L.leaky_op(x, *(torch.tensor(1.0, device=DEVICE),) * 3, "subtract", True, "atan", None, False)
     assert u.numel() == 0 and v.numel() == 0 and spk.shape == x.shape
+
+
+FP8 = DEVICE == "cuda" and B.fp8_available(torch.device("cuda"))
+
+
+@SETTINGS
+@given(data=st.data(), config=st.sampled_from([("plain", 8, 256, 4, True), ("plain", 8, 64, 4, False),
+                                               ("hs", 16, 8, 4, False), ("hs", 32, 8, 4, False)]))
+def test_xnor_gemv_configs_are_exact(data, config):
+    # float activations (packed outside or, CUDA "fused", inside the GEMV) against packed weights; K tails
+    m, n = data.draw(st.integers(1, 16)), data.draw(st.integers(1, 40))
+    k = data.draw(st.sampled_from([1, 31, 32, 33, 200, 257, 300]))
+    x, w = _signs_with_zeros(data.draw, (m, k)), _signs_with_zeros(data.draw, (n, k))
+    zero_value = data.draw(st.sampled_from([1.0, -1.0]))
+    y = B.xnor_gemv(x.to(DEVICE), B.pack_weight(w.to(DEVICE), zero_value), k, zero_bit=int(zero_value > 0),
+                    out_dtype=torch.float64, config=config).cpu()
+    assert torch.equal(y, P.binary_matmul(x.double(), w.double(), zero_value=zero_value))
+
+
+@pytest.mark.skipif(not FP8, reason="needs a CUDA GPU with FP8 tensor cores")
+@pytest.mark.parametrize("scaling", B.WEIGHT_SCALINGS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_fp8_path_matches_spec(scaling, dtype):
+    gen = torch.Generator().manual_seed(3)
+    m, n, k = 80, 48, 70  # K padded to 80 inside
+    x, w, b = (torch.randn(s, generator=gen, dtype=torch.float64) for s in ((m, k), (n, k), (n,)))
+    y = B.binary_linear(x.to(dtype).cuda(), w.to(dtype).cuda(), b.to(dtype).cuda(), weight_scaling=scaling)
+    ref = RB.binary_linear(x.to(dtype).double(), w.to(dtype).double(), b.to(dtype).double(), weight_scaling=scaling)
+    tol = {torch.float32: 1e-6, torch.float16: 2e-3, torch.bfloat16: 1e-2}[dtype]
+    torch.testing.assert_close(y.double().cpu(), ref, rtol=tol, atol=tol * ref.abs().max().item())
+
+
+@pytest.mark.skipif(not FP8, reason="needs a CUDA GPU with FP8 tensor cores")
+def test_fp8_sums_are_exact_at_the_largest_k():
+    # every product +1: the sum is K itself, the largest a partial sum can get
+    for k in (8192, 16384):
+        a = torch.ones(64, k, device="cuda")
+        y = B.fp8_matmul(B.sign_rows(a, 1.0), B.sign_rows(a[:16], 1.0), out_dtype=torch.float32)
+        assert torch.equal(y, torch.full_like(y, float(k)))
+    x = torch.randn(256, 4099, device="cuda")
+    w = torch.randn(64, 4099, device="cuda")
+    y = B.packed_matmul(B.sign_int8(x, 1.0), B.pack_weight(w), 4099, path="fp8", out_dtype=torch.float64)
+    assert torch.equal(y.cpu(), P.binary_matmul(x.double().cpu(), w.double().cpu()))
+
+
+def test_no_python_float_reaches_a_lif_kernel(monkeypatch):
+    # a compiled Triton kernel takes a Python float as fp32: float64 runs would get rounded constants
+    from kernels import _runtime
+
+    seen = []
+    original = _runtime.Kernel.__call__
+
+    def spy(self, device, grid, *args, **kwargs):
+        seen.extend(type(a) for a in args)
+        return original(self, device, grid, *args, **kwargs)
+
+    monkeypatch.setattr(_runtime.Kernel, "__call__", spy)
+    x = torch.rand(3, 2, 5, dtype=torch.float64, device=DEVICE).requires_grad_()
+    for surrogate in ("atan", "sigmoid"):
+        torch.autograd.grad(L.sj_lif(x, tau=3.0, v_reset=-0.3, surrogate=surrogate).sum(), x)
+        torch.autograd.grad(L.leaky(x, beta=0.7, surrogate=surrogate, surrogate_alpha=2.7).sum(), x)
+    assert seen and float not in seen
+
+
+@SETTINGS
+@given(data=st.data())
+def test_sign_and_unpack_bytes_are_int8_or_e4m3_signs(data):
+    rows, k, k_pad = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 80)), data.draw(st.sampled_from([1, 16]))
+    x = _signs_with_zeros(data.draw, (rows, k))
+    zero_value = data.draw(st.sampled_from([1.0, -1.0]))
+    expected = torch.where(x == 0, zero_value, x.sign())
+    kp = -(-k // k_pad) * k_pad
+    padded = torch.zeros(rows, kp)
+    padded[:, :k] = expected
+    got = B.sign_rows(x.to(DEVICE), zero_value, k_pad=k_pad).cpu()
+    assert got.dtype == torch.float8_e4m3fn and torch.equal(got.float(), padded)
+    assert torch.equal(B.sign_rows(x.to(DEVICE), zero_value, k_pad=k_pad, fp8=False).cpu().float(), padded)
+    assert torch.equal(B.sign_int8(x.to(DEVICE), zero_value, fp8=True).cpu().float(), expected)
+    packed = B.pack_weight(x.to(DEVICE), zero_value)
+    assert torch.equal(B.unpack_bits(packed, k, k_pad=k_pad, fp8=True).cpu().float(), padded)
+    assert torch.equal(B.unpack_bits(packed, k, k_pad=k_pad).cpu().float(), padded)
