@@ -2,9 +2,10 @@
 
 The per-check rows are embedded once, compactly (strings, environments and known-failure entries are
 interned into tables referenced by index), as JSON inside a non-executed ``<script type="application/json">``
-with ``<``, ``>`` and ``&`` escaped so no recorded string can close the tag. The page's script builds the
-matrix from them and renders a cell's checks on click, always through ``textContent`` (never as markup).
-The static sections (summary chart, causes, runs, diff, unreadable lines) are escaped here.
+with ``<``, ``>`` and ``&`` escaped so no recorded string can close the tag (``report_escape.json_text``), written
+in pieces so a large report is never one string. The page's script builds the matrix from them and renders a
+cell's checks on click, always through ``textContent`` (never as markup). The static sections (summary chart,
+what each transform and check tests, causes, runs, diff, unreadable lines) are escaped here (``html_text``).
 ``matrix.html#selftest`` runs the page's interactions and writes the results into ``#selftest``
 (used by the browser test through ``chromium --dump-dom``).
 """
@@ -35,11 +36,6 @@ MESSAGE_LIMIT = 3000  # characters of a message embedded in the page; matrix.jso
 e = html_text
 
 
-def script_json(data) -> str:
-    """JSON that is safe inside a <script> element: no '<', '>' or '&' survives, so '</script>' cannot occur."""
-    return json_text(data)
-
-
 class _Table:
     """Interns values into a list; the page refers to them by index (-1 for None)."""
 
@@ -65,11 +61,6 @@ def _templated(text: str | None, cell_id: str) -> str | None:
     if text is None or "\x01" in text:
         return text
     return text.replace(cell_id, "\x01")
-
-
-def embed_data(loaded: Loaded, model: dict, the_diff: Diff | None) -> dict:
-    """The data the page's script reads (as one object; :func:`embed_chunks` writes the same as JSON in pieces)."""
-    return json.loads("".join(embed_chunks(loaded, model, the_diff)))
 
 
 def embed_chunks(loaded: Loaded, model: dict, the_diff: Diff | None) -> Iterator[str]:
