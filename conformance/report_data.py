@@ -283,10 +283,11 @@ class _Loader:
         # A no-device skip never displaces a record of a run that had a GPU, whatever its suite version; then the
         # newer suite version (by its commit time; one without a time is older than one with); then the later run.
         present = not no_device_skip(record)
-        started = str(record.get("started") or "")
+        started = self.intern(record.get("started")) or ""
         if self.merge_rule == LATEST_RUN:
             return (present, started)
-        suite_time = parse_time(env["suite_time"]) if isinstance(env.get("suite_time"), str) else None
+        recorded = env.get("suite_time")
+        suite_time = parse_time(recorded) if isinstance(recorded, str) and len(recorded) <= 64 else None
         return (present, suite_time is not None, suite_time or 0.0, started)
 
     def add(self, record: dict) -> None:
@@ -317,7 +318,9 @@ class _Loader:
         intern = self.intern
         env_key, env_clean = self.environment(env)
         message = cap(record.get("message")) or ""
-        undone = tuple(cap(line) for line in left_behind(record)[:20])
+        extra = record.get("extra")
+        lines = extra.get("process_state_restored") if isinstance(extra, dict) else None
+        undone = tuple(cap(line) for line in lines[:20]) if isinstance(lines, list) else ()
         if undone:  # shown with the message: a finding about the library/torch even when the cell itself passed
             message = cap((message + "\n" if message else "") + LEFT_BEHIND + "; ".join(undone))
         known = record.get("known")
