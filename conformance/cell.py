@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from .settings import PROFILES, UsageError, configure_process, profile_name
-from .textsafe import terminal_safe
+from .report_escape import terminal_text, visible
 
 
 def load_subjects(where: str) -> None:
@@ -72,14 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         cell = registry.parse_cell_id(args.cell)
         registry.check_cell_exists(cell)
     except UsageError as error:
-        print(f"python -m conformance.cell: {terminal_safe(error, one_line=True)}", file=sys.stderr)
+        print(f"python -m conformance.cell: {terminal_text(error)}", file=sys.stderr)
         return 2
     from .runner import run_cell
 
     result = run_cell(cell, profile=profile)
     shown = {k: v for k, v in vars(result).items() if k != "message"}
-    print(terminal_safe(json.dumps(shown, indent=2, default=str, ensure_ascii=False)))
-    print(terminal_safe(result.message))
+    print(visible(json.dumps(shown, indent=2, default=str, ensure_ascii=False)))
+    print(visible(result.message))
     return 0 if result.outcome in ("pass", "xfail", "skip") else 1
 
 

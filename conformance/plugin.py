@@ -37,7 +37,7 @@ import pytest
 from .results import CellResult, RecordWriter, environment, iter_records, make_record
 from .settings import (DEFAULT_TIMEOUT_S, PROFILES, UsageError, cell_timeout_s, configure_process, hard_limit_s,
                        profile_name, register_hypothesis_profiles)
-from .textsafe import terminal_safe
+from .report_escape import terminal_text, visible
 
 if TYPE_CHECKING:  # conformance.types imports torch: not loaded in sessions that run no cell
     from .types import Cell
@@ -337,13 +337,13 @@ class Recorder:
         for outcome in ("crash", "timeout"):
             cells = ended.get(outcome, [])
             if cells:
-                shown = "; ".join(terminal_safe(c, one_line=True) for c in cells[:10])
+                shown = "; ".join(terminal_text(c) for c in cells[:10])
                 more = f"; and {len(cells) - 10} more" if len(cells) > 10 else ""
                 what = "crashed (ended their process)" if outcome == "crash" else "timed out"
                 terminalreporter.write_line(f"conformance: {len(cells)} cell(s) {what}, each recorded once: "
                                             f"{shown}{more}")
         if self.dir.exists():
-            terminalreporter.write_line(f"conformance: cell records in {terminal_safe(self.dir, one_line=True)}")
+            terminalreporter.write_line(f"conformance: cell records in {terminal_text(self.dir)}")
 
     def pytest_unconfigure(self) -> None:
         if self._writer is not None:
@@ -395,7 +395,7 @@ class Progress:
         total = self.total or 0
         share = f" ({100 * self.done / total:.0f}%)" if total else ""
         eta = _clock(elapsed / self.done * (total - self.done)) if total and self.done else "?"
-        slowest = (f"; slowest {self.slowest[0]:.1f} s: {terminal_safe(self.slowest[1], one_line=True)[-120:]}"
+        slowest = (f"; slowest {self.slowest[0]:.1f} s: {terminal_text(self.slowest[1])[-120:]}"
                    if self.slowest[1] else "")
         return (f"[conformance] {self.done}/{total or '?'} tests{share}, {self.failed} failed "
                 f"({self.crashed} crashed){slowest}; elapsed {_clock(elapsed)}, ETA {eta}")
@@ -502,11 +502,11 @@ def to_pytest_outcome(result: CellResult, reproduce: str | None = None) -> None:
     if result.outcome == "pass":
         return
     if result.outcome == "skip":
-        pytest.skip(terminal_safe(result.message))
+        pytest.skip(visible(result.message))
     if result.outcome == "xfail":
-        pytest.xfail(terminal_safe(f"known failure: {result.known['reason']} [{result.cause}]"))
+        pytest.xfail(visible(f"known failure: {result.known['reason']} [{result.cause}]"))
     header = {"fail": f"[{result.cause}]", "xpass": "[xpass] unexpected pass of a known failure:",
               "timeout": "[timeout]", "crash": "[crash]"}[result.outcome]
     example = f"\nminimal example: {result.example}" if result.example else ""
     again = f"\nreproduce: {reproduce}" if reproduce else ""
-    pytest.fail(terminal_safe(f"{header} {result.message}{example}{again}"), pytrace=False)
+    pytest.fail(visible(f"{header} {result.message}{example}{again}"), pytrace=False)
