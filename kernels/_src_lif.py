@@ -77,10 +77,11 @@ def leaky_fwd_kernel(x_ptr, spk_ptr, u_ptr, v_ptr, beta_ptr, thr_ptr, gsf_ptr, T
 
 def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr, gsf_ptr, c_ptr, T, N,
                      RESET: tl.constexpr, DELAY: tl.constexpr, SURROGATE: tl.constexpr, F64: tl.constexpr,
-                     BLOCK: tl.constexpr, PREFETCH: tl.constexpr):
+                     PARAM_GRAD: tl.constexpr, BLOCK: tl.constexpr, PREFETCH: tl.constexpr):
     """Reverse sweep of :func:`leaky_fwd_kernel`: ``dx`` and, per neuron, the time sums of ``d beta`` (before the
     clamp), ``d threshold``, ``d graded_spikes_factor`` into ``part[3, N]`` (summed over neurons by the caller, so
-    a vmapped backward keeps them per sample). ``c``: the surrogate's alpha, alpha / 2, pi / 2 * alpha."""
+    a vmapped backward keeps them per sample; only with ``PARAM_GRAD``). ``c``: the surrogate's alpha, alpha / 2,
+    pi / 2 * alpha."""
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     inside = offs < N
@@ -182,9 +183,10 @@ def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr
             db += u_prev * dv
         tl.store(dx_ptr + t * N + offs, dv.to(dx_ptr.dtype.element_ty), mask=inside)
         u_cur = u_prev
-    tl.store(part_ptr + offs, db.to(part_ptr.dtype.element_ty), mask=inside)
-    tl.store(part_ptr + N + offs, dthr.to(part_ptr.dtype.element_ty), mask=inside)
-    tl.store(part_ptr + 2 * N + offs, dg.to(part_ptr.dtype.element_ty), mask=inside)
+    if PARAM_GRAD:
+        tl.store(part_ptr + offs, db.to(part_ptr.dtype.element_ty), mask=inside)
+        tl.store(part_ptr + N + offs, dthr.to(part_ptr.dtype.element_ty), mask=inside)
+        tl.store(part_ptr + 2 * N + offs, dg.to(part_ptr.dtype.element_ty), mask=inside)
 
 
 def sj_lif_fwd_kernel(x_ptr, spk_ptr, h_ptr, c_ptr, T, N,

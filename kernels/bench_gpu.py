@@ -237,8 +237,14 @@ def conv():
                                                    inner=3)
         opts = (1, 1, 1, 1, 0.0, "ste", None, 1.0, "tensor")
         row["ours_ms"] = _time(lambda: B.binary_conv2d_op(x, w, bias, *opts), inner=3)
-        ref = torch.nn.functional.conv2d(xs.float(), wsc.float(), bias.float(), padding=1)
-        got = B.binary_conv2d_op(x, w, bias, *opts).float()
+        B.CONV_IMPLICIT = False  # the alternative: the patch matrix in memory (im2col), torch._scaled_mm
+        try:
+            _try(row, "im2col_scaled_mm_ms", lambda: B.binary_conv2d_op(x, w, bias, *opts), inner=3)
+        finally:
+            B.CONV_IMPLICIT = True
+        ref = torch.nn.functional.conv2d(xs.double(), w.double().sign() * w.double().abs().mean(), bias.double(),
+                                         padding=1)
+        got = B.binary_conv2d_op(x, w, bias, *opts).double()
         row["max_rel_err"] = ((got - ref).abs().max() / ref.abs().max()).item()
         cudnn = min(row["cudnn_fp16_nchw_ms"], row["cudnn_fp16_channels_last_ms"])
         row["speedup_vs_cudnn"] = cudnn / row["ours_ms"]
@@ -277,7 +283,7 @@ def gemv():
         a_packed = B.pack_rows(x, zero_bit=1)
         row["pack_x_us"] = _time(lambda: B.pack_rows(x, zero_bit=1), graph=True, inner=20) * 1e3
         row["gemv_prepacked_us"] = _time(lambda: B.xnor_gemv(a_packed, wp, k, **opts), graph=True, inner=20) * 1e3
-        if EXPLORE:
+        if EXPLORE or m in (1, 16):
             for cfg in GEMV_SWEEP:
                 key = "cfg_" + "_".join(map(str, cfg))
                 row[key + "_us"] = None
@@ -311,6 +317,18 @@ def _lif_times(L, ours, kw, x, xg, gy):
     return _time(fwd, inner=5), _time(fwdbwd, inner=5)
 
 
+def _lif_graph_times(ours, kw, x, xg, gy):
+    """The same calls replayed from a CUDA graph: the GPU's time without the CPU's launch overhead."""
+    def fwd():
+        with torch.no_grad():
+            return ours(x, **kw)
+
+    def fwdbwd():
+        return torch.autograd.grad(ours(xg, **kw), xg, gy)
+
+    return _time(fwd, inner=5, graph=True), _time(fwdbwd, inner=5, graph=True)
+
+
 def lif(deadline: float):
     from kernels import lif as L
     from reference import neurons as N
@@ -337,6 +355,11 @@ def lif(deadline: float):
                    "floor_fwd_ms": 2 * one_pass, "floor_fwdbwd_ms": 5 * one_pass, "design_fwdbwd_ms": 6 * one_pass,
                    "config": [list(L.CUDA_BLOCK[es]), L.PREFETCH]}
             row["ours_fwd_ms"], row["ours_fwdbwd_ms"] = _lif_times(L, ours, kw, x, xg, gy)
+            try:
+                row["ours_fwd_graph_ms"], row["ours_fwdbwd_graph_ms"] = _lif_graph_times(ours, kw, x, xg, gy)
+                row["fwdbwd_graph_over_floor"] = row["ours_fwdbwd_graph_ms"] / row["floor_fwdbwd_ms"]
+            except Exception as e:  # noqa: BLE001
+                row["graph_error"] = repr(e)[:300]
             if EXPLORE:
                 for size, warps, pre in LIF_SWEEP[es]:
                     L.CUDA_BLOCK[es], L.PREFETCH = (size, warps), pre
@@ -404,6 +427,9 @@ def probe():
         B.xnor_gemv(x, wp, k, out_dtype=torch.float16)
     x = torch.randn(k, k, dtype=torch.float16, device="cuda")
     B.fp8_matmul(B.sign_rows(x, 1.0), B.unpack_bits(wp, k, k_pad=16, fp8=True), out_dtype=torch.float16)
+    xc = torch.randn(256, 256, 14, 14, dtype=torch.float16, device="cuda")
+    wc = torch.randn(256, 256, 3, 3, dtype=torch.float16, device="cuda")
+    B.binary_conv2d_op(xc, wc, None, 1, 1, 1, 1, 0.0, "ste", None, 1.0, "tensor")
     xl = torch.rand(64, 1 << 20, device="cuda").requires_grad_()
     gy = torch.randn_like(xl)
     for fn in (L.leaky, L.sj_lif):

@@ -47,26 +47,25 @@ export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export CONFORMANCE_PROFILE="${CONFORMANCE_PROFILE:-ci}"
 export CONFORMANCE_CACHE_DIR="${CONFORMANCE_CACHE_DIR:-/tmp/conformance-cache}"
 export PYTHONUNBUFFERED=1
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__,
+  torch.cuda.get_device_name())"
 status=0
 stamp() { echo "   ($(( $(date +%s) - started ))s)"; }
+# a stage's limit: its own (seconds), cut to what is left of GPU_CHECK_BUDGET_S (default: no overall budget)
+limit() { local own=$1 left=$(( ${GPU_CHECK_BUDGET_S:-100000} - ($(date +%s) - started) - 5 ))
+          [ "$left" -lt "$own" ] && own=$left; [ "$own" -lt 1 ] && own=1; echo "$own"; }
 
 if has explore; then
   echo "== explore"
-  timeout "${EXPLORE_S:-330}" python3 -m kernels.bench_gpu --explore --no-compile --out "$out/explore.json" || status=1
-  stamp
-fi
-if has tests; then
-  echo "== suites/kernels on CUDA"
-  timeout "${TESTS_S:-240}" python3 -m pytest suites/kernels -p no:cacheprovider -q -o addopts="" -rs -p no:xdist \
-    || status=1
+  timeout "$(limit "${EXPLORE_S:-330}")" python3 -m kernels.bench_gpu --explore --no-compile \
+    --out "$out/explore.json" || status=1
   stamp
 fi
 if has cells; then
   echo "== the kernels' CUDA cells"
   workers=$(python3 -c 'import os; print(max(1, min(16, len(os.sched_getaffinity(0)))))')
   rm -rf "$out/records"
-  timeout "${CELLS_S:-240}" python3 -m pytest suites/test_matrix.py -k "kernels and cuda" -n "$workers" \
+  timeout "$(limit "${CELLS_S:-240}")" python3 -m pytest suites/test_matrix.py -k "kernels and cuda" -n "$workers" \
     --dist loadgroup --results-dir "$out/records" -p no:cacheprovider -q -o addopts="" 2>&1 | tail -4
   cat "$out"/records/*.jsonl 2>/dev/null | gzip -9 > "$out/cells.jsonl.gz" && rm -rf "$out/records"
   python3 - "$out/cells.jsonl.gz" <<'EOF'
@@ -79,20 +78,26 @@ for r in rows:
 EOF
   stamp
 fi
+if has tests; then
+  echo "== suites/kernels on CUDA"
+  timeout "$(limit "${TESTS_S:-240}")" python3 -m pytest suites/kernels -p no:cacheprovider -q -o addopts="" -rs -n 8 \
+    || status=1
+  stamp
+fi
 if has bench; then
   for i in $(seq "$first" $((first + runs - 1))); do
     flag="--no-compile"
     { [ "$i" -eq 1 ] || [ "$compile_all" -eq 1 ]; } && flag=""
     echo "== kernels.bench_gpu run $i $flag"
-    timeout "${BENCH_S:-420}" python3 -m kernels.bench_gpu $flag --budget-s "${BENCH_COMPILE_S:-300}" \
+    timeout "$(limit "${BENCH_S:-420}")" python3 -m kernels.bench_gpu $flag --budget-s "${BENCH_COMPILE_S:-300}" \
       --out "$out/bench-$i.json" || status=1
     stamp
   done
 fi
 if has ncu; then
   echo "== ncu"
-  timeout "${NCU_S:-150}" ncu --clock-control none --section SpeedOfLight --csv --page details \
-    -k 'regex:xnor|leaky|sj_lif|gemm|sign|unpack|pack' -c 24 python3 -m kernels.bench_gpu --probe \
+  timeout "$(limit "${NCU_S:-150}")" ncu --clock-control none --section SpeedOfLight --csv --page details \
+    -k 'regex:xnor|leaky|sj_lif|gemm|sign|unpack|pack|conv' -c 24 python3 -m kernels.bench_gpu --probe \
     > "$out/ncu.csv" 2> "$out/ncu.err"; echo "   ncu rc $?"; tail -3 "$out/ncu.err"; rm -f "$out/ncu.err"
   stamp
 fi

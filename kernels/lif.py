@@ -149,33 +149,38 @@ def _(info, in_dims, x, beta, threshold, gsf, *options):
 @torch.library.custom_op("qsnn_kernels::leaky_backward", mutates_args=())
 def leaky_backward_op(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
                       threshold: torch.Tensor, graded_spikes_factor: torch.Tensor, reset_mechanism: str,
-                      reset_delay: bool, surrogate: str,
-                      surrogate_alpha: Optional[float]) -> tuple[torch.Tensor, torch.Tensor]:
+                      reset_delay: bool, surrogate: str, surrogate_alpha: Optional[float],
+                      param_grads: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """The fused reverse sweep: ``dx`` and, per neuron, the time sums of the three parameter gradients
-    (``[3, *x.shape[1:]]``; beta's before its clamp)."""
+    (``[3, *x.shape[1:]]``; beta's before its clamp), or an empty ``[0]`` when no ``param_grads`` are wanted."""
     dtype = grad_spk.dtype
     g = _kernel_view(grad_spk)
     steps = g.shape[0]
     n = g.numel() // max(steps, 1)
     dx = torch.empty_like(g)
     acc = torch.float64 if dtype == torch.float64 else torch.float32
-    part = torch.zeros((3,) + tuple(g.shape[1:]), dtype=acc, device=g.device)
+    part = torch.zeros(_part_shape(g, param_grads), dtype=acc, device=g.device)
     if g.numel():
         params = [_kernel_view(p.to(dtype).reshape(())) for p in (beta, threshold, graded_spikes_factor)]
         uk = _kernel_view(u)
         block, grid, extra = _launch_shape(g, n)
         consts = _consts(_alpha_consts(surrogate, surrogate_alpha), dtype, g.device)
-        K_.leaky_bwd(g.device, (grid,), g, uk, _kernel_view(v) if v.numel() else uk, dx, part, *params, consts,
-                     steps, n, RESET=RESETS[reset_mechanism], DELAY=reset_delay,
-                     SURROGATE=SURROGATES[surrogate], F64=dtype == torch.float64, BLOCK=block, **extra)
+        K_.leaky_bwd(g.device, (grid,), g, uk, _kernel_view(v) if v.numel() else uk, dx,
+                     part if param_grads else dx, *params, consts, steps, n, RESET=RESETS[reset_mechanism],
+                     DELAY=reset_delay, SURROGATE=SURROGATES[surrogate], F64=dtype == torch.float64,
+                     PARAM_GRAD=param_grads, BLOCK=block, **extra)
     return dx.to(dtype), part
+
+
+def _part_shape(g: torch.Tensor, param_grads: bool) -> tuple:
+    return (3,) + tuple(g.shape[1:]) if param_grads else (0,)
 
 
 @leaky_backward_op.register_fake
 def _(grad_spk, u, v, beta, threshold, graded_spikes_factor, reset_mechanism, reset_delay, surrogate,
-      surrogate_alpha):
+      surrogate_alpha, param_grads):
     acc = torch.float64 if grad_spk.dtype == torch.float64 else torch.float32
-    return torch.empty_like(grad_spk), grad_spk.new_empty((3,) + tuple(grad_spk.shape[1:]), dtype=acc)
+    return torch.empty_like(grad_spk), grad_spk.new_empty(_part_shape(grad_spk, param_grads), dtype=acc)
 
 
 @torch.library.register_vmap("qsnn_kernels::leaky_backward")
@@ -185,7 +190,7 @@ def _(info, in_dims, grad_spk, u, v, beta, threshold, gsf, *options):
     size = info.batch_size
     g, uu, vv = (_per_time(t, d, size) for t, d in zip((grad_spk, u, v), in_dims[:3]))
     dx, part = leaky_backward_op(g.contiguous(), uu.contiguous(), vv.contiguous(), beta, threshold, gsf, *options)
-    return (dx, part), (1, 1)
+    return (dx, part), (1, 1 if options[-1] else None)
 
 
 def _loop_vmap(op, info, in_dims, args, n_tensors):
@@ -210,14 +215,21 @@ class LeakyFunction(torch.autograd.Function):
         _, beta, threshold, gsf, *options = inputs
         _, u, v = output
         ctx.mark_non_differentiable(u, v)
+        ctx.set_materialize_grads(False)  # no zero gradients for the trace outputs (a full pass each)
         ctx.save_for_backward(u, v, beta, threshold, gsf)
         ctx.options = tuple(options)
 
     @staticmethod
     def backward(ctx, grad_spk, grad_u, grad_v):
+        if grad_spk is None:
+            return (None,) * 8
         u, v, beta, threshold, gsf = ctx.saved_tensors
+        param_grads = any(ctx.needs_input_grad[1:4])
         with torch.no_grad():  # the reverse sweep is not differentiated again (no double backward)
-            dx, part = leaky_backward_op(grad_spk.contiguous(), u, v, beta, threshold, gsf, *ctx.options)
+            dx, part = leaky_backward_op(grad_spk.contiguous(), u, v, beta, threshold, gsf, *ctx.options,
+                                         param_grads)
+        if not param_grads:
+            return dx, None, None, None, None, None, None, None
         sums = part.flatten(1).sum(1)
         inside = ((beta >= 0) & (beta <= 1)).to(sums.dtype)  # clamp(beta, 0, 1) passes the gradient on [0, 1]
         return (dx, (sums[0] * inside).to(beta.dtype).reshape(beta.shape),
@@ -354,11 +366,14 @@ class SJLIFFunction(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.mark_non_differentiable(output[1])
+        ctx.set_materialize_grads(False)  # no zero gradient for the charge trace (a full pass)
         ctx.save_for_backward(output[1])
         ctx.options = tuple(inputs[1:])
 
     @staticmethod
     def backward(ctx, grad_spk, grad_h):
+        if grad_spk is None:
+            return (None,) * 8
         (h,) = ctx.saved_tensors
         with torch.no_grad():  # the reverse sweep is not differentiated again (no double backward)
             dx = sj_lif_backward_op(grad_spk.contiguous(), h, *ctx.options)

@@ -223,3 +223,28 @@ def test_sign_and_unpack_bytes_are_int8_or_e4m3_signs(data):
     packed = B.pack_weight(x.to(DEVICE), zero_value)
     assert torch.equal(B.unpack_bits(packed, k, k_pad=k_pad, fp8=True).cpu().float(), padded)
     assert torch.equal(B.unpack_bits(packed, k, k_pad=k_pad).cpu().float(), padded)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_implicit_gemm_conv_matches_spec(data):
+    # int8 on the CPU interpreter, the fp8 tensor cores on CUDA (the path binary_conv2d takes there for C % 32 == 0)
+    fp8 = FP8 and data.draw(st.booleans())
+    k, stride, padding, dilation = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 2)),
+                                    data.draw(st.integers(0, 2)), data.draw(st.integers(1, 2)))
+    side = max(data.draw(st.integers(1, 7)), dilation * (k - 1) + 1 - 2 * padding, 1)
+    cin, cout = data.draw(st.sampled_from([32, 64])), data.draw(st.integers(1, 20))
+    x = _signs_with_zeros(data.draw, (data.draw(st.integers(1, 2)), cin, side, side)).double()
+    w = torch.randn(cout, cin, k, k, dtype=torch.float64)
+    b = torch.randn(cout, dtype=torch.float64)
+    kw = dict(stride=stride, padding=padding, dilation=dilation, pad_value=data.draw(st.sampled_from([0.0, -1.0, 1.0])))
+    zero_value = data.draw(st.sampled_from([1.0, -1.0]))
+    scaling = data.draw(st.sampled_from(B.WEIGHT_SCALINGS))
+    dtype = torch.float32 if fp8 else torch.float64
+    y = B.conv_implicit(x.to(dtype).to(DEVICE), w.to(dtype).to(DEVICE), zero_value=zero_value,
+                        scale=B._weight_scale(w.to(dtype).to(DEVICE), scaling), bias=b.to(dtype).to(DEVICE),
+                        out_dtype=dtype, fp8=fp8, **kw).cpu()
+    ref = RB.binary_conv2d(x, w.to(dtype).double(), b.to(dtype).double(), zero_value=zero_value,
+                           weight_scaling=scaling, **kw)
+    tol = 1e-6 if fp8 else 1e-12
+    torch.testing.assert_close(y.double(), ref, rtol=tol, atol=tol * max(1.0, ref.abs().max().item()))
