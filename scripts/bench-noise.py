@@ -1,151 +1,263 @@
 #!/usr/bin/env python
-"""The noise experiment behind the benchmark gate's repeats and threshold (docs/benchmarks.md).
+"""The experiment behind the benchmark gate (docs/benchmarks.md): false alarms of whole gate runs on an unchanged
+tree, with and without a concurrent CPU load, and detection of a 25% slowdown of one subject.
 
-    python scripts/bench-noise.py collect --unchanged 14 --slowed 8 --dir reports/bench/noise
-    python scripts/bench-noise.py analyse --dir reports/bench/noise
+    python scripts/bench-noise.py collect --dir reports/bench/noise --what gate --sessions 30 --load none
+    python scripts/bench-noise.py collect --dir reports/bench/noise --what gate --sessions 30 --load pytest
+    python scripts/bench-noise.py collect --dir reports/bench/noise --what slowed --sessions 10 --load none
+    python scripts/bench-noise.py analyse --dir reports/bench/noise --out reports/bench/noise-experiment.json
 
-``collect`` runs the quick profile again and again in fresh processes on this (shared, noisy) machine: unchanged
-runs, and runs where every subject is made 25% slower by ``--slowdown '*=0.25'`` (each case is then one trial
-of "a real 25% slowdown of one subject"). The runs alternate, so both kinds see the same spread of load.
+``collect`` runs complete sessions one after another and appends one line per session to ``DIR/index.jsonl``
+(file, what, load, exit status, the gate's summary line, load averages before and after, duration):
 
-``analyse`` replays the gate offline for several repeat counts (each run's first r repeats) and thresholds: the
-baseline is the median of ``--baseline-runs`` other unchanged runs (as ``accept`` makes it), a case over the
-threshold is confirmed by a further independent run of the same kind. It reports the spread of the ratios, the
-false alarms of whole gates on unchanged runs (any case failing fails the gate) and the detection rate of the
-slowed cases: counted, and (for false alarms rarer than a few runs can show) estimated from the per-case rates of
-exceeding the threshold, pooled or per case, and from a normal model of each case's log-ratio noise.
+- ``--what gate``: ``python -m conformance.bench gate --profile quick`` as CI runs it (the session it measured is
+  kept as ``DIR/gate-<load>-NN.json``); its exit status is the verdict.
+- ``--what baseline``: ``run`` sessions to pool into the baseline (``accept``), never judged by the experiment.
+- ``--what slowed``: ``run --slowdown '*=0.25'``: every subject 25% slower (``timing.slowed`` spins for a quarter
+  of each call's time), for the detection trials.
+
+``--load pytest`` keeps ``python -m pytest suites/meta -n 1`` running in a loop beside the session (about one of
+the two cores busy, on top of whatever else the shared machine runs); ``--load none`` adds nothing.
+
+``analyse`` re-judges every recorded session against the baseline with the gate's own code (the verdict must equal
+the exit status the gate returned), counts false alarms with exact Clopper-Pearson bounds, composes detection
+trials (one subject's samples in an unchanged session replaced by its samples from a slowed session, then judged
+by the same procedure), and estimates the false-alarm rate per gate run from the design (see docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 SLOWDOWN = 0.25
+
+
+# ------------------------------------------------------------------------------------------------------ collect
+class Load:
+    """A concurrent CPU load: a pytest run of the spec meta-tests (one xdist worker), restarted until stopped."""
+
+    def __init__(self, kind: str, log: Path):
+        self.kind, self.log, self.process = kind, log, None
+
+    def __enter__(self):
+        if self.kind == "pytest":
+            loop = ("while true; do python -m pytest suites/meta -n 1 -p no:cacheprovider -q "
+                    "--results-dir /tmp/conformance-bench-noise-load >/dev/null 2>&1; done")
+            self.process = subprocess.Popen(["bash", "-c", loop], cwd=ROOT, start_new_session=True,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(10)  # let it reach its steady state
+        return self
+
+    def __exit__(self, *exc):
+        if self.process is not None:
+            os.killpg(self.process.pid, 15)  # the loop and its pytest, which share its process group
+            self.process.wait()
 
 
 def collect(args: argparse.Namespace) -> int:
     out = Path(args.dir)
     out.mkdir(parents=True, exist_ok=True)
-    plan = []
-    for i in range(max(args.unchanged, args.slowed)):
-        if i < args.unchanged:
-            plan.append(("unchanged", i))
-        if i < args.slowed:
-            plan.append(("slowed", i))
-    for kind, i in plan:
-        target = out / f"{kind}-{i:02d}.json"
-        if target.exists():
-            continue
-        command = [sys.executable, "-m", "conformance.bench", "run", "--profile", "quick", "--repeats",
-                   str(args.repeats), "--builds", str(args.builds), "--no-memory", "--quiet", "--out", str(target)]
-        if kind == "slowed":
+    index = out / "index.jsonl"
+    prefix = f"{args.what}-{args.load}"
+    done = len(list(out.glob(f"{prefix}-*.json")))
+    for n in range(done, done + args.sessions):
+        target = out / f"{prefix}-{n:02d}.json"
+        command = [sys.executable, "-m", "conformance.bench", "gate" if args.what == "gate" else "run",
+                   "--profile", "quick", "--quiet", "--out", str(target)]
+        if args.what != "gate":
+            command.append("--no-memory")
+        if args.what == "slowed":
             command += ["--slowdown", f"*={SLOWDOWN}"]
-        started = time.monotonic()
-        subprocess.run(command, check=True)
-        print(f"{target}: {time.monotonic() - started:.0f} s, load {os.getloadavg()[0]:.2f}", flush=True)
+        if args.baseline and args.what == "gate":
+            command += ["--baseline", args.baseline]
+        command += args.extra
+        with Load(args.load, out / "load.log"):
+            before = os.getloadavg()
+            started = time.time()
+            done_run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+            duration = time.time() - started
+            after = os.getloadavg()
+        summary = next((line for line in reversed(done_run.stdout.splitlines()) if line.startswith(
+            "conformance.bench")), done_run.stderr.strip()[-300:])
+        if args.what == "gate":
+            (out / f"{prefix}-{n:02d}.txt").write_text(done_run.stdout + done_run.stderr)
+        record = {"file": target.name, "what": args.what, "load": args.load, "rc": done_run.returncode,
+                  "summary": summary, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+                  "duration_s": round(duration, 1), "loadavg_before": [round(v, 2) for v in before],
+                  "loadavg_after": [round(v, 2) for v in after]}
+        with open(index, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+        print(f"{target.name}: rc {done_run.returncode}, {duration:.0f} s, load {before[0]:.2f} -> {after[0]:.2f}: "
+              f"{summary}", flush=True)
+        if done_run.returncode not in (0, 1):
+            print(f"stopping: {done_run.stderr.strip()[-500:]}", file=sys.stderr)
+            return 2
     return 0
 
 
-def _ratios(run: dict, repeats: int) -> dict[str, float]:
-    return {case_id: statistics.median(entry["ratios"][:repeats]) for case_id, entry in run["entries"].items()}
+# ------------------------------------------------------------------------------------------------------ analyse
+def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact one-sided bounds for a binomial rate from k of n: (lower, upper), each at ``confidence``."""
+    from scipy.stats import beta
+
+    lower = 0.0 if k == 0 else float(beta.ppf(1 - confidence, k, n - k + 1))
+    upper = 1.0 if k == n else float(beta.ppf(confidence, k + 1, n - k))
+    return lower, upper
 
 
-def _norm_sf(z: float) -> float:
-    return 0.5 * math.erfc(z / math.sqrt(2.0))
+def shift_to_reject(x: list[float], reference: list[float], margin: float, threshold_p: float) -> float:
+    """The smallest log shift added to every round of a case that makes its p-value at most ``threshold_p``
+    (negative: it is rejected already). U counts pairs with x + shift - margin > y, so it reaches u at the u-th
+    smallest of the differences y + margin - x (the shift must exceed it)."""
+    from conformance.bench.stats import _u_tail
+
+    tail = _u_tail(len(x), len(reference))
+    needed = next(u for u in range(len(tail)) if tail[u] <= threshold_p)
+    differences = sorted(y + margin - v for v in x for y in reference)
+    return differences[needed - 1] if needed > 0 else float("-inf")
+
+
+def judged(baseline: dict, session: dict, gate) -> dict:
+    """The gate's verdict on a session plus, per gated case, its shift to rejection at Holm's first step."""
+    verdict = gate.judge_session(baseline, session)
+    threshold = verdict.alpha / verdict.gated
+    now = {c: [math.log(v) for values in e["samples"].values() for v in values] for c, e in session["entries"].items()}
+    shifts = {}
+    for row in verdict.rows:
+        if row.p is not None:
+            shifts[row.id] = shift_to_reject(now[row.id], row.model.samples, row.model.margin, threshold)
+    return {"verdict": verdict, "shifts": shifts}
+
+
+def compose(session: dict, slowed: dict, subject: str) -> dict:
+    """``session`` with the samples of ``subject``'s cases taken from ``slowed`` (a session with it 25% slower)."""
+    out = json.loads(json.dumps(session))
+    (sid,) = out["sessions"]
+    for case_id, entry in slowed["entries"].items():
+        if case_id.split("|")[0] == subject and case_id in out["entries"]:
+            values = [v for vs in entry["samples"].values() for v in vs]
+            out["entries"][case_id]["samples"] = {sid: values}
+    return out
 
 
 def analyse(args: argparse.Namespace) -> int:
-    runs = {kind: [json.load(open(p)) for p in sorted(glob.glob(str(Path(args.dir) / f"{kind}-*.json")))]
-            for kind in ("unchanged", "slowed")}
-    unchanged, slowed = runs["unchanged"], runs["slowed"]
-    n_base = args.baseline_runs
-    if len(unchanged) < n_base + 2 or len(slowed) < 2:
-        raise SystemExit(f"need at least {n_base + 2} unchanged and 2 slowed runs, have {len(unchanged)}/{len(slowed)}")
-    max_repeats = min(len(e["ratios"]) for run in unchanged + slowed for e in run["entries"].values())
-    repeats_grid = [r for r in args.repeats_grid if r <= max_repeats]
-    thresholds = [t / 100 for t in range(args.t_min, args.t_max + 1)]
-    lines = [f"runs: {len(unchanged)} unchanged, {len(slowed)} slowed by {SLOWDOWN:.0%}; "
-             f"{len(unchanged[0]['entries'])} cases per run; baseline = median of {n_base} unchanged runs; "
-             f"a case over the threshold is confirmed by a further independent run.",
-             f"run durations: {', '.join(str(round(r['duration_s'])) for r in unchanged + slowed)} s", ""]
-    report = {"repeats": {}}
-    for repeats in repeats_grid:
-        u = [_ratios(run, repeats) for run in unchanged]
-        s = [_ratios(run, repeats) for run in slowed]
-        cases = sorted(set.intersection(*(set(r) for r in u + s)))
-        n = len(u)
-        # Each unchanged run i is judged against the median of the n_base runs after it (cyclically) and confirmed
-        # by the run after those: every run plays every role, none judges itself.
-        def baseline_for(i: int) -> dict[str, float]:
-            members = [u[(i + k) % n] for k in range(1, n_base + 1)]
-            return {c: statistics.median(m[c] for m in members) for c in cases}
+    from conformance.bench import gate
 
-        bases = [baseline_for(i) for i in range(n)]
-        logs = {c: [math.log(u[i][c] / bases[i][c]) for i in range(n)] for c in cases}
-        spread = {c: 1.4826 * statistics.median(abs(v - statistics.median(vals)) for v in vals)
-                  for c, vals in logs.items()}
-        sd = {c: statistics.pstdev(vals) for c, vals in logs.items()}
-        all_logs = sorted(abs(v) for vals in logs.values() for v in vals)
-        q = lambda p: all_logs[min(len(all_logs) - 1, int(p * len(all_logs)))]
-        entry = {"cases": len(cases), "sd_median": statistics.median(sd.values()), "sd_max": max(sd.values()),
-                 "sd_worst_case": max(sd, key=sd.get), "robust_median": statistics.median(spread.values()),
-                 "abs_change_q50": math.exp(q(0.5)) - 1, "abs_change_q95": math.exp(q(0.95)) - 1,
-                 "abs_change_q99": math.exp(q(0.99)) - 1, "abs_change_max": math.exp(all_logs[-1]) - 1,
-                 "thresholds": {}}
-        for t in thresholds:
-            limit = math.log(1 + t)
-            over_u = [{c for c in cases if math.log(u[i][c] / bases[i][c]) > limit} for i in range(n)]
-            first_stage_gates = sum(1 for o in over_u if o)
-            alarms = sum(1 for i in range(n) if over_u[i] & over_u[(i + n_base + 1) % n])
-            comparisons = n * len(cases)
-            first_stage_rate = sum(len(o) for o in over_u) / comparisons
-            # slowed run j against the baseline of unchanged run j (cyclic), confirmed by slowed run j+1
-            m = len(s)
-            over_s = [{c for c in cases if math.log(s[j][c] / bases[j % n][c]) > limit} for j in range(m)]
-            detected = sum(len(over_s[j] & over_s[(j + 1) % m]) for j in range(m))
-            per_case = {c: sum(1 for j in range(m) if c in over_s[j] and c in over_s[(j + 1) % m]) / m for c in cases}
-            # Rare-event estimates (a gate of ~100 cases must fail less than 1 time in 100, below what a few runs
-            # can show directly), each assuming the confirming measurement is independent of the first:
-            # pooled: every case exceeds as often as all cases together did; per case: each its own rate.
-            pooled_gate_alarm = 1 - (1 - first_stage_rate ** 2) ** len(cases)
-            per_case_gate_alarm = 1 - math.prod(1 - (sum(1 for o in over_u if c in o) / n) ** 2 for c in cases)
-            # normal model per case: sd of (new - baseline) log-ratio, one run confirmed by an independent one
-            model_gate_alarm = 1 - math.prod(1 - _norm_sf(limit / sd[c]) ** 2 for c in cases if sd[c] > 0)
-            model_detect = [_norm_sf((limit - math.log(1 + SLOWDOWN)) / sd[c]) ** 2 for c in cases if sd[c] > 0]
-            entry["thresholds"][f"{t:.2f}"] = {
-                "first_stage_case_rate": first_stage_rate, "first_stage_gate_fails": first_stage_gates,
-                "confirmed_gate_alarms": alarms, "gates": n, "detected": detected / (m * len(cases)),
-                "worst_case_detection": min(per_case.values()), "worst_case": min(per_case, key=per_case.get),
-                "pooled_gate_alarm": pooled_gate_alarm, "per_case_gate_alarm": per_case_gate_alarm,
-                "model_gate_alarm": model_gate_alarm, "model_detect_mean": statistics.mean(model_detect),
-                "model_detect_min": min(model_detect)}
-        report["repeats"][repeats] = entry
-        lines.append(f"repeats {repeats}: |change| of a case vs its baseline: median {entry['abs_change_q50']:.1%}, "
-                     f"95% {entry['abs_change_q95']:.1%}, 99% {entry['abs_change_q99']:.1%}, max "
-                     f"{entry['abs_change_max']:.1%}; sd of log ratio per case: median {entry['sd_median']:.3f}, max "
-                     f"{entry['sd_max']:.3f} ({entry['sd_worst_case']})")
-        lines.append(f"  {'T':>5} {'case>T':>7} {'gates>T':>8} {'confirmed':>9} {'pooled est':>10} "
-                     f"{'per-case est':>12} {'normal model':>12} {'detected':>8} {'worst case':>10} "
-                     f"{'model det min':>13}")
-        for t, v in entry["thresholds"].items():
-            lines.append(f"  {t:>5} {v['first_stage_case_rate']:7.2%} {v['first_stage_gate_fails']:>4}/{n:<3} "
-                         f"{v['confirmed_gate_alarms']:>5}/{n:<3} {v['pooled_gate_alarm']:10.2%} "
-                         f"{v['per_case_gate_alarm']:12.2%} {v['model_gate_alarm']:12.2%} {v['detected']:8.1%} "
-                         f"{v['worst_case_detection']:10.1%} {v['model_detect_min']:13.1%}")
-        lines.append("")
+    folder = Path(args.dir)
+    baseline = gate.load(args.baseline)
+    index = [json.loads(line) for line in (folder / "index.jsonl").read_text().splitlines() if line.strip()]
+    runs = [r for r in index if r["what"] == "gate" and (folder / r["file"]).exists()]
+    slowed_runs = [r for r in index if r["what"] == "slowed" and (folder / r["file"]).exists()]
+    lines, report = [], {"baseline": args.baseline, "alpha": gate.ALPHA, "conditions": {}, "runs": []}
+    sessions = {}
+    for record in runs:
+        session = gate.load(folder / record["file"])
+        sessions[record["file"]] = session
+        result = judged(baseline, session, gate)
+        verdict = result["verdict"]
+        min_adjusted = min(r.p for r in verdict.rows if r.p is not None) * verdict.gated
+        report["runs"].append({
+            **record, "rejudged_fail": verdict.failed, "gated": verdict.gated,
+            "regressions": [r.id for r in verdict.rows if r.verdict == gate.REGRESSION],
+            "not_gated": [r.id for r in verdict.rows if r.verdict == gate.NOT_GATED],
+            "smallest_holm_adjusted_p": min_adjusted, "machine": verdict.match.describe(),
+            "rounds": verdict.rounds, "shifts": {c: round(v, 5) for c, v in result["shifts"].items()}})
+    for condition in sorted({r["load"] for r in report["runs"]}) + ["all"]:
+        chosen = [r for r in report["runs"] if condition in ("all", r["load"])]
+        if not chosen:
+            continue
+        failed = sum(r["rc"] != 0 for r in chosen)
+        rejudged = sum(r["rejudged_fail"] for r in chosen)
+        low, high = clopper_pearson(failed, len(chosen))
+        loads = [r["loadavg_before"][0] for r in chosen] + [r["loadavg_after"][0] for r in chosen]
+        durations = [r["duration_s"] for r in chosen]
+        entry = {"runs": len(chosen), "failed": failed, "failed_rejudged": rejudged, "upper95": high,
+                 "load_min": min(loads), "load_median": statistics.median(loads), "load_max": max(loads),
+                 "duration_median_s": statistics.median(durations), "duration_max_s": max(durations),
+                 "gated_min": min(r["gated"] for r in chosen), "gated_median": statistics.median(r["gated"] for r in chosen),
+                 "smallest_adjusted_p_min": min(r["smallest_holm_adjusted_p"] for r in chosen)}
+        report["conditions"][condition] = entry
+        lines.append(f"{condition:>6}: {failed}/{len(chosen)} gate runs failed (re-judged: {rejudged}); exact one-sided "
+                     f"95% upper bound {high:.1%}; load average {entry['load_min']:.2f}-{entry['load_max']:.2f} (median "
+                     f"{entry['load_median']:.2f}); wall time median {entry['duration_median_s']:.0f} s, max "
+                     f"{entry['duration_max_s']:.0f} s; gated cases median {entry['gated_median']:.0f}, min "
+                     f"{entry['gated_min']}; smallest Holm-adjusted p of any run {entry['smallest_adjusted_p_min']:.3g}")
+    # Design estimate: per case, the shift to rejection over the unchanged runs, its normal tail below zero.
+    per_case: dict[str, list[float]] = {}
+    for r in report["runs"]:
+        for c, v in r["shifts"].items():
+            per_case.setdefault(c, []).append(v)
+    tails = {}
+    for c, values in per_case.items():
+        if len(values) >= 10:
+            mean, sd = statistics.mean(values), statistics.stdev(values)
+            tails[c] = 0.5 * math.erfc(mean / sd / math.sqrt(2)) if sd > 0 else 0.0
+    union = min(1.0, sum(tails.values()))
+    worst = sorted(tails.items(), key=lambda kv: -kv[1])[:5]
+    report["design_estimate"] = {"union_of_normal_tails": union, "worst_cases": worst,
+                                 "min_shift": min(min(v) for v in per_case.values())}
+    lines.append(f"design estimate: false alarm per gate run <= {union:.2e} (sum over cases of P(shift to rejection "
+                 f"< 0), each case's shift over the {len(report['runs'])} runs taken as normal); smallest shift seen "
+                 f"{report['design_estimate']['min_shift']:+.3f} (log); largest case terms: "
+                 + ", ".join(f"{c.split('|')[0]}|{c.split('|')[2]} {t:.1e}" for c, t in worst))
+    # Detection: trials composed from real slowed rounds, judged by the gate itself.
+    if slowed_runs:
+        slowed_sessions = {r["file"]: gate.load(folder / r["file"]) for r in slowed_runs}
+        rng = random.Random(args.seed)
+        subjects = sorted({c.split("|")[0] for s in slowed_sessions.values() for c in s["entries"]})
+        trials, caught, details = args.trials, 0, []
+        for t in range(trials):
+            record = rng.choice(runs)
+            slow_record = rng.choice([r for r in slowed_runs if r["load"] == record["load"]] or slowed_runs)
+            subject = rng.choice(subjects)
+            trial = compose(sessions[record["file"]], slowed_sessions[slow_record["file"]], subject)
+            verdict = gate.judge_session(baseline, trial)
+            rows = [r for r in verdict.rows if r.subject == subject]
+            hit = any(r.verdict == gate.REGRESSION for r in rows)
+            others = [r.id for r in verdict.rows if r.verdict == gate.REGRESSION and r.subject != subject]
+            caught += hit
+            details.append({"session": record["file"], "slowed": slow_record["file"], "subject": subject,
+                            "caught": hit, "verdicts": {r.id: r.verdict for r in rows}, "other_regressions": others})
+        low, _ = clopper_pearson(caught, trials)
+        missed = [d for d in details if not d["caught"]]
+        report["detection"] = {"trials": trials, "caught": caught, "lower95": low, "missed": missed,
+                               "slowed_sessions": len(slowed_runs)}
+        lines.append(f"detection: {caught}/{trials} composed trials caught a 25% slower subject (exact one-sided 95% "
+                     f"lower bound {low:.1%}); missed: " + (", ".join(f"{d['subject']} ({', '.join(sorted(set(d['verdicts'].values())))})"
+                                                                for d in missed) or "none"))
+        # Every subject in every slowed session against one unchanged session of the same load, in turn.
+        exhaustive, hits = 0, 0
+        per_subject: dict[str, list[bool]] = {}
+        for k, slow_record in enumerate(slowed_runs):
+            same = [r for r in runs if r["load"] == slow_record["load"]] or runs
+            record = same[k % len(same)]
+            for subject in subjects:
+                verdict = gate.judge_session(baseline, compose(sessions[record["file"]],
+                                                                slowed_sessions[slow_record["file"]], subject))
+                hit = any(r.verdict == gate.REGRESSION for r in verdict.rows if r.subject == subject)
+                per_subject.setdefault(subject, []).append(hit)
+                exhaustive += 1
+                hits += hit
+        never = sorted(s for s, v in per_subject.items() if not any(v))
+        report["detection"]["exhaustive"] = {"trials": exhaustive, "caught": hits, "per_subject": per_subject,
+                                             "never_caught": never}
+        lines.append(f"detection, every subject x every slowed session: {hits}/{exhaustive} caught; subjects never "
+                     f"caught: {', '.join(never) or 'none'}")
     text = "\n".join(lines)
     print(text)
     if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+        Path(args.out).write_text(json.dumps(report, indent=1, default=str) + "\n")
         Path(args.out).with_suffix(".txt").write_text(text + "\n")
     return 0
 
@@ -154,18 +266,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     c = commands.add_parser("collect")
-    c.add_argument("--unchanged", type=int, default=10)
-    c.add_argument("--slowed", type=int, default=6)
-    c.add_argument("--repeats", type=int, default=3, help="blocks per build")
-    c.add_argument("--builds", type=int, default=3)
     c.add_argument("--dir", default="reports/bench/noise")
+    c.add_argument("--what", choices=("gate", "baseline", "slowed"), required=True)
+    c.add_argument("--load", choices=("none", "pytest"), default="none")
+    c.add_argument("--sessions", type=int, default=1)
+    c.add_argument("--baseline", default=None, help="the gate's --baseline (default: the checked-in one)")
+    c.add_argument("extra", nargs="*", help="more options for the bench command (after --)")
     a = commands.add_parser("analyse")
     a.add_argument("--dir", default="reports/bench/noise")
-    a.add_argument("--baseline-runs", type=int, default=5)
-    a.add_argument("--repeats-grid", type=int, nargs="+", default=[3, 6, 9],
-                   help="blocks kept per case (the first ones: with 3 blocks a build, 3 6 9 = 1 2 3 builds)")
-    a.add_argument("--t-min", type=int, default=6, help="smallest threshold, percent")
-    a.add_argument("--t-max", type=int, default=20, help="largest threshold, percent")
+    a.add_argument("--baseline", default="reports/bench/baseline-cpu.json")
+    a.add_argument("--trials", type=int, default=100, help="composed detection trials")
+    a.add_argument("--seed", type=int, default=20261204)
     a.add_argument("--out", default=None, help="also write the numbers here (JSON, and .txt beside it)")
     args = parser.parse_args(argv)
     return collect(args) if args.command == "collect" else analyse(args)

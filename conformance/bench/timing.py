@@ -3,6 +3,12 @@
 Load on a shared machine comes and goes on a scale of seconds; one repeat times the subject and then the reference
 (or the other way round, alternating) back to back, each for about ``sample_s``, so both see the same load and the
 ratio of the two cancels most of it. The median over repeats drops the repeats a burst of load hit unevenly.
+
+On the CPU the clock is the process's CPU time, not the wall clock: with one torch thread a case computes on the
+calling thread, and time spent waiting for a core that another process holds is not the layer's cost. Under a
+concurrent test run (load 4 on 2 cores) wall-clock ratios of one case spread over a factor of 2.4 between processes,
+CPU-time ratios over 6% (docs/benchmarks.md). CUDA work is asynchronous, so on cuda the clock is the wall clock
+around a synchronised loop. Both are recorded; the ratio uses the device's clock.
 """
 
 from __future__ import annotations
@@ -12,10 +18,11 @@ import ctypes
 import gc
 import os
 import platform
+import random
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 import torch
@@ -31,38 +38,51 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def clock(device: str) -> Callable[[], float]:
+    """The clock a ratio is measured with: CPU time of this process on the CPU, the wall clock on cuda."""
+    return time.perf_counter if device == "cuda" else time.process_time
+
+
 def calibrate(step: Callable[[], None], sample_s: float, device: str = "cpu") -> int:
-    """How many calls of ``step`` take about ``sample_s`` (at least one)."""
+    """How many calls of ``step`` take about ``sample_s`` of the device's clock (at least one)."""
+    now = clock(device)
     best = float("inf")
     for _ in range(3):
-        started = time.perf_counter()
+        started = now()
         step()
         _sync(device)
-        best = min(best, time.perf_counter() - started)
+        best = min(best, now() - started)
         if best >= sample_s:
             break
     return max(1, min(MAX_LOOPS, round(sample_s / max(best, 1e-9))))
 
 
-def time_per_call(step: Callable[[], None], loops: int, device: str = "cpu") -> float:
+def timed(step: Callable[[], None], loops: int, device: str = "cpu") -> tuple[float, float]:
+    """Seconds per call of ``step`` over ``loops`` calls: by the device's clock, and by the wall clock."""
+    now = clock(device)
     _sync(device)
-    started = time.perf_counter()
+    started, wall = now(), time.perf_counter()
     for _ in range(loops):
         step()
     _sync(device)
-    return (time.perf_counter() - started) / loops
+    return (now() - started) / loops, (time.perf_counter() - wall) / loops
+
+
+def time_per_call(step: Callable[[], None], loops: int, device: str = "cpu") -> float:
+    return timed(step, loops, device)[0]
 
 
 def slowed(step: Callable[[], None], fraction: float, device: str = "cpu") -> Callable[[], None]:
-    """``step`` made ``fraction`` slower by spinning after it for ``fraction`` of the time it took: the artificial
-    regression of the noise experiment, proportional under any load."""
+    """``step`` made ``fraction`` slower by spinning after it for ``fraction`` of the time it took on the device's
+    clock: the artificial regression of the noise experiment, proportional under any load."""
+    now = clock(device)
 
     def slow_step() -> None:
-        started = time.perf_counter()
+        started = now()
         step()
         _sync(device)
-        until = started + (time.perf_counter() - started) * (1.0 + fraction)
-        while time.perf_counter() < until:
+        until = started + (now() - started) * (1.0 + fraction)
+        while now() < until:
             pass
 
     return slow_step
@@ -70,11 +90,12 @@ def slowed(step: Callable[[], None], fraction: float, device: str = "cpu") -> Ca
 
 @dataclass
 class Measurement:
-    ratio: float               # median over blocks of subject time / reference time
+    ratio: float               # median over blocks of subject time / reference time (the device's clock)
     ratios: list[float]        # one per block, in order
     subject_s: float           # median seconds per call (of the builds' medians when combined)
     reference_s: float
     loops: tuple[int, int]     # calls per sample (subject, reference)
+    wall_ratios: list[float] = field(default_factory=list)  # the blocks' ratios by the wall clock
 
 
 def measure(pair: Pair, *, repeats: int, sample_s: float, device: str = "cpu", slowdown: float = 0.0) -> Measurement:
@@ -86,24 +107,25 @@ def measure(pair: Pair, *, repeats: int, sample_s: float, device: str = "cpu", s
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     subject = slowed(pair.subject, slowdown, device) if slowdown else pair.subject
     loops = (calibrate(subject, sample_s, device), calibrate(pair.reference, sample_s, device))
-    ratios, subject_times, reference_times = [], [], []
+    ratios, wall_ratios, subject_times, reference_times = [], [], [], []
     gc.collect()
     enabled = gc.isenabled()
     gc.disable()  # a collection inside one side's sample would be charged to it
     try:
         for _ in range(repeats):
-            s1 = time_per_call(subject, loops[0], device)
-            r1 = time_per_call(pair.reference, loops[1], device)
-            r2 = time_per_call(pair.reference, loops[1], device)
-            s2 = time_per_call(subject, loops[0], device)
-            ratios.append((s1 + s2) / (r1 + r2))
-            subject_times += [s1, s2]
-            reference_times += [r1, r2]
+            s1 = timed(subject, loops[0], device)
+            r1 = timed(pair.reference, loops[1], device)
+            r2 = timed(pair.reference, loops[1], device)
+            s2 = timed(subject, loops[0], device)
+            ratios.append((s1[0] + s2[0]) / (r1[0] + r2[0]))
+            wall_ratios.append((s1[1] + s2[1]) / (r1[1] + r2[1]))
+            subject_times += [s1[0], s2[0]]
+            reference_times += [r1[0], r2[0]]
     finally:
         if enabled:
             gc.enable()
     return Measurement(statistics.median(ratios), ratios, statistics.median(subject_times),
-                       statistics.median(reference_times), loops)
+                       statistics.median(reference_times), loops, wall_ratios)
 
 
 # ------------------------------------------------------------------------------------------------------ memory
@@ -193,12 +215,33 @@ def _combine(first: Measurement | None, more: Measurement) -> Measurement:
         return more
     ratios = first.ratios + more.ratios
     return Measurement(statistics.median(ratios), ratios, statistics.median([first.subject_s, more.subject_s]),
-                       statistics.median([first.reference_s, more.reference_s]), more.loops)
+                       statistics.median([first.reference_s, more.reference_s]), more.loops,
+                       first.wall_ratios + more.wall_ratios)
+
+
+def _settle_heap(case_list: list[Case]) -> None:
+    """Import the libraries the cases need, then move every object alive so far out of the collector's reach
+    (``gc.freeze``): the full collection before each case's timing then scans only what later cases made
+    (60 ms a case with torch and six libraries loaded, about 1 ms after)."""
+    import importlib
+
+    from .. import registry
+
+    for case in case_list:
+        subject = registry.subjects().get(case.base_subject)
+        for module in (subject.requires if subject else ()):
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001 - a library that cannot load is the case's skip, reported there
+                pass
+    gc.collect()
+    gc.freeze()
 
 
 def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats: int, sample_s: float,
         builds: int = 1, slowdown: Mapping[str, float] | None = None, memory: bool = True,
-        progress: Callable[[str], None] | None = None, checkpoint: Callable[[dict], None] | None = None) -> dict:
+        progress: Callable[[str], None] | None = None, checkpoint: Callable[[dict], None] | None = None,
+        order_seed: int | None = None) -> dict:
     """Measure every case; a case that cannot run is recorded under ``skipped`` with its reason, never raised.
 
     Each case is built ``builds`` times, ``repeats`` blocks each, and its ratio is the median over all blocks.
@@ -208,9 +251,16 @@ def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats
 
     ``slowdown`` maps a subject glob to an artificial slowdown fraction (for the noise experiment only).
     ``checkpoint`` receives the document so far (``"complete": false``) after every case, so that a run killed by
-    a time limit keeps what it measured. Returns the results document (see :func:`conformance.bench.gate.load`)."""
+    a time limit keeps what it measured. ``order_seed`` shuffles the order in which cases are measured (a round
+    of the gate: what ran before a case differs from round to round). Returns the one-process document (see
+    :func:`conformance.bench.gate.load`)."""
     pin_allocator()
     case_list = list(case_list)
+    order = list(case_list)
+    if order_seed is not None:
+        random.Random(order_seed).shuffle(order)
+    _settle_heap(case_list)
+    clock_name = "wall" if device == "cuda" else "cpu"
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     clock = time.perf_counter()
     entries: dict[str, dict] = {}
@@ -219,43 +269,48 @@ def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats
 
     def document(complete: bool) -> dict:
         return {"schema": SCHEMA, "kind": "conformance.bench", "profile": profile, "device": device,
-                "repeats": repeats, "builds": builds, "sample_s": sample_s, "started": started,
+                "repeats": repeats, "builds": builds, "sample_s": sample_s, "clock": clock_name, "started": started,
                 "duration_s": round(time.perf_counter() - clock, 1), "env": env,
                 "attempted": [c.id for c in case_list], "entries": dict(entries), "skipped": dict(skipped),
-                "complete": complete}
+                "complete": complete, **({"order_seed": order_seed} if order_seed is not None else {})}
 
-    for n, case in enumerate(case_list, 1):
-        if checkpoint and n > 1:
-            checkpoint(document(False))
-        fraction = next((f for pattern, f in (slowdown or {}).items() if selected(case.subject, [pattern])), 0.0)
-        try:
-            # Some layers print on every call (bitorch's STE heaviside): keep the log readable, the cost counted.
-            with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-                result, pair = None, None
-                for _ in range(builds):  # fresh modules and tensors each time (see the docstring)
-                    pair = build_pair(case, device)
-                    result = _combine(result, measure(pair, repeats=repeats, sample_s=sample_s, device=device,
-                                                      slowdown=fraction))
-                mem = (peak_memory(pair.subject, device), peak_memory(pair.reference, device)) \
-                    if memory and case.mode == "forward+backward" else (None, None)
-        except Skip as reason:
-            skipped[case.id] = str(reason)
+    try:
+        for n, case in enumerate(order, 1):
+            if checkpoint and n > 1:
+                checkpoint(document(False))
+            fraction = next((f for pattern, f in (slowdown or {}).items() if selected(case.subject, [pattern])), 0.0)
+            try:
+                # Some layers print on every call (bitorch's STE heaviside): keep the log readable, the cost counted.
+                with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+                    result, pair = None, None
+                    for _ in range(builds):  # fresh modules and tensors each time (see the docstring)
+                        pair = build_pair(case, device)
+                        result = _combine(result, measure(pair, repeats=repeats, sample_s=sample_s, device=device,
+                                                          slowdown=fraction))
+                    mem = (peak_memory(pair.subject, device), peak_memory(pair.reference, device)) \
+                        if memory and case.mode == "forward+backward" else (None, None)
+            except Skip as reason:
+                skipped[case.id] = str(reason)
+                if progress:
+                    progress(f"[{n}/{len(case_list)}] skip {case.id}: {reason}")
+                continue
+            except Exception as error:  # noqa: BLE001 - a subject failing mid-measurement is reported, not raised
+                skipped[case.id] = f"{case.mode} failed: {type(error).__name__}: {error}"[:300]
+                if progress:
+                    progress(f"[{n}/{len(case_list)}] skip {case.id}: {skipped[case.id]}")
+                continue
+            finally:
+                pair = None  # free both modules before the next case's memory is measured
+            entries[case.id] = {**describe(case), "ratio": round(result.ratio, 5),
+                                "ratios": [round(r, 5) for r in result.ratios], "clock": clock_name,
+                                "wall_ratios": [round(r, 5) for r in result.wall_ratios],
+                                "subject_s": result.subject_s,
+                                "reference_s": result.reference_s, "loops": list(result.loops),
+                                "mem_subject": mem[0], "mem_reference": mem[1],
+                                **({"slowdown": fraction} if fraction else {})}
             if progress:
-                progress(f"[{n}/{len(case_list)}] skip {case.id}: {reason}")
-            continue
-        except Exception as error:  # noqa: BLE001 - a subject failing mid-measurement is reported, not raised
-            skipped[case.id] = f"{case.mode} failed: {type(error).__name__}: {error}"[:300]
-            if progress:
-                progress(f"[{n}/{len(case_list)}] skip {case.id}: {skipped[case.id]}")
-            continue
-        finally:
-            pair = None  # free both modules before the next case's memory is measured
-        entries[case.id] = {**describe(case), "ratio": round(result.ratio, 5),
-                            "ratios": [round(r, 5) for r in result.ratios], "subject_s": result.subject_s,
-                            "reference_s": result.reference_s, "loops": list(result.loops),
-                            "mem_subject": mem[0], "mem_reference": mem[1],
-                            **({"slowdown": fraction} if fraction else {})}
-        if progress:
-            progress(f"[{n}/{len(case_list)}] {result.ratio:6.3f}  {case.id}  "
-                     f"({result.subject_s * 1e3:.3g} ms / {result.reference_s * 1e3:.3g} ms)")
+                progress(f"[{n}/{len(case_list)}] {result.ratio:6.3f}  {case.id}  "
+                         f"({result.subject_s * 1e3:.3g} ms / {result.reference_s * 1e3:.3g} ms)")
+    finally:
+        gc.unfreeze()
     return document(True)

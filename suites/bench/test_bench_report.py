@@ -8,16 +8,16 @@ import re
 from conformance.report import main
 from suites.report.conftest import record, write
 
-from .test_gate import document
+from .test_gate import session
 
 EVIL = "<script>alert('x')</script>&"
 
 
 def bench_file(tmp_path):
-    data = document({"snntorch.Leaky[subtract]|lif-1024x50-b8|forward": 0.5,
-                     "snntorch.Leaky[subtract]|lif-1024x50-b8|forward+backward": 1.9,
-                     f"evil.Layer{EVIL}|32x4096|forward": 1.2},
-                    skipped={"bitorch.QLinear|linear-256|forward": f"build failed: {EVIL}"})
+    data = session({"snntorch.Leaky[subtract]|lif-1024x50-b8|forward": [0.5],
+                    "snntorch.Leaky[subtract]|lif-1024x50-b8|forward+backward": [1.9],
+                    f"evil.Layer{EVIL}|32x4096|forward": [1.2]},
+                   skipped={"bitorch.QLinear|linear-256|forward": f"build failed: {EVIL}"})
     data["entries"][f"evil.Layer{EVIL}|32x4096|forward"]["library"] = f"evil{EVIL}"
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(data))

@@ -1,13 +1,14 @@
 """The benchmark suite under pytest-benchmark: every case of a profile, the subject timed by pytest-benchmark and
 the reference (its spec, or eager for a compiled case) timed in the setup before each round, so the two
-interleave. The ratio subject/reference goes into ``extra_info`` and is checked against the baseline with the
-gate's threshold and confirmation.
+interleave. The ratio subject/reference goes into ``extra_info`` beside the baseline's ratio of the case. It is
+not judged here: one process gives one sample of a ratio, and where a process's tensors land moves some ratios for
+its whole life; the gate (rank tests over fresh processes) is ``python -m conformance.bench gate``.
 
 Skipped unless asked for, and serial (pytest-benchmark disables itself under xdist)::
 
     CONFORMANCE_BENCH=quick python -m pytest suites/bench/test_speed.py -p no:xdist --benchmark-json out.json
 
-The CI gate is ``python -m conformance.bench gate`` (same cases, same measuring code, one process, its own table).
+The CI gate is ``python -m conformance.bench gate`` (same cases, same measuring code, rounds in fresh processes).
 """
 
 from __future__ import annotations
@@ -43,10 +44,9 @@ def _baseline() -> dict:
 def test_speed_ratio(benchmark, case_id):
     import torch
 
-    from conformance.bench import gate
     from conformance.bench.__main__ import SETTINGS
     from conformance.bench.cases import Skip, build_pair, parse_id
-    from conformance.bench.timing import calibrate, measure, pin_allocator, time_per_call
+    from conformance.bench.timing import calibrate, pin_allocator, timed
 
     torch.set_num_threads(1)
     pin_allocator()
@@ -60,25 +60,18 @@ def test_speed_ratio(benchmark, case_id):
     reference_times: list[float] = []
 
     def time_reference() -> None:  # pytest-benchmark's setup: runs before every round, untimed
-        reference_times.append(time_per_call(pair.reference, loops[1], DEVICE))
+        reference_times.append(timed(pair.reference, loops[1], DEVICE)[1])  # wall clock, as pytest-benchmark's
 
     def subject_sample() -> None:
         for _ in range(loops[0]):
             pair.subject()
 
-    rounds = 2 * settings["repeats"] * settings["builds"]  # as many samples a side as the gate takes
+    rounds = 2 * settings["repeats"]  # as many samples a side as one round of the gate takes
     benchmark.pedantic(subject_sample, setup=time_reference, rounds=rounds, iterations=1)
     subject_times = [t / loops[0] for t in benchmark.stats.stats.data]
     ratio = statistics.median(s / r for s, r in zip(subject_times, reference_times[-len(subject_times):]))
-    benchmark.extra_info.update(ratio=round(ratio, 5), against=parse_id(case_id).against, loops=list(loops))
+    benchmark.extra_info.update(ratio=round(ratio, 5), against=parse_id(case_id).against, loops=list(loops),
+                                clock="wall")
     old = _baseline().get(case_id)
-    if old is None:
-        return
-    benchmark.extra_info["baseline_ratio"] = old["ratio"]
-    if gate.judge(old["ratio"], ratio, gate.THRESHOLD) == gate.SUSPECT:
-        again = measure(build_pair(parse_id(case_id), DEVICE), repeats=settings["repeats"] * settings["builds"],
-                        sample_s=settings["sample_s"], device=DEVICE).ratio
-        benchmark.extra_info["confirm_ratio"] = round(again, 5)
-        assert gate.judge(old["ratio"], again, gate.THRESHOLD) != gate.SUSPECT, (
-            f"{case_id}: subject/reference ratio {ratio:.3f}, again {again:.3f}, baseline {old['ratio']:.3f}: "
-            f"more than +{gate.THRESHOLD:.0%} (accept a wanted change: python -m conformance.bench accept)")
+    if old is not None:
+        benchmark.extra_info["baseline_ratio"] = old["ratio"]

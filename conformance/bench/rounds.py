@@ -1,0 +1,148 @@
+"""Rounds: every case measured once per fresh Python process, the processes repeated.
+
+Where a process's tensors land in memory moves some subject/spec ratios by 10-40% for the life of that process
+(docs/benchmarks.md), more than the load of a shared machine moves them within it. Samples taken inside one process
+share that shift, so they are not independent; one sample per case per process is. A *round* is one process that
+builds and times every case once (one build, ``repeats`` interleaved blocks, the cases in a shuffled order), and a
+*session* is ``rounds`` such processes, ``jobs`` of them at a time, run by one command on one machine. A session
+document keeps, per case, the ratio of every round: the samples of the gate's rank test.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+SCHEMA = 2
+
+
+def machine_label(env: dict, device: str) -> str:
+    """What a session's machine is called in a baseline: the GPU's name on cuda, else the CPU model. Only a label
+    for grouping and reading; the gate decides which recorded machines a run resembles from its ratios."""
+    if device == "cuda":
+        return str(env.get("device_name") or "cuda")
+    return str(env.get("cpu_model") or env.get("cpu") or "cpu")
+
+
+def round_command(*, profile: str, device: str, seed: int, out: Path, repeats: int, sample_s: float, threads: int,
+                  subjects: Sequence[str] | None, case_ids: Sequence[str] | None, slowdown: Sequence[str],
+                  memory: bool) -> list[str]:
+    command = [sys.executable, "-m", "conformance.bench", "round", "--profile", profile, "--device", device,
+               "--order-seed", str(seed), "--out", str(out), "--repeats", str(repeats), "--sample-s", str(sample_s),
+               "--threads", str(threads)]
+    for pattern in subjects or ():
+        command += ["--subjects", pattern]
+    if case_ids:
+        command += ["--cases", *case_ids]
+    for slow in slowdown:
+        command += ["--slowdown", slow]
+    if not memory:
+        command.append("--no-memory")
+    return command
+
+
+def combine(round_docs: Sequence[dict], *, session: dict, session_id: str, attempted: Sequence[str]) -> dict:
+    """One session document from the documents of its rounds (``conformance.bench round``, one process each)."""
+    entries: dict[str, dict] = {}
+    skipped: dict[str, str] = {}
+    for case_id in attempted:
+        found = [doc["entries"][case_id] for doc in round_docs if case_id in doc["entries"]]
+        if not found:
+            reason = next((doc["skipped"][case_id] for doc in round_docs if case_id in doc["skipped"]), None)
+            if reason is not None or round_docs:
+                skipped[case_id] = reason or "not measured"
+            continue
+        first = found[0]
+        with_memory = next((e for e in found if e.get("mem_subject") is not None), first)
+        labels = {k: first[k] for k in ("subject", "library", "spec", "size", "mode", "against") if k in first}
+        samples = [e["ratio"] for e in found]
+        entries[case_id] = {
+            **labels, "ratio": round(statistics.median(samples), 5), "samples": {session_id: samples},
+            "blocks": {session_id: [e.get("ratios", [e["ratio"]]) for e in found]},
+            "wall_samples": {session_id: [round(statistics.median(e["wall_ratios"]), 5) if e.get("wall_ratios")
+                                          else None for e in found]},
+            "subject_s": statistics.median(e["subject_s"] for e in found),
+            "reference_s": statistics.median(e["reference_s"] for e in found),
+            "mem_subject": with_memory.get("mem_subject"), "mem_reference": with_memory.get("mem_reference"),
+            **({"slowdown": first["slowdown"]} if first.get("slowdown") else {})}
+    env = round_docs[0]["env"] if round_docs else {}
+    return {"schema": SCHEMA, "kind": "conformance.bench", "profile": session["profile"],
+            "device": session["device"], "started": session["started"], "duration_s": session.get("duration_s"),
+            "env": env, "sessions": {session_id: session}, "attempted": list(attempted), "entries": entries,
+            "skipped": skipped, "complete": session["rounds"] == session["rounds_planned"]}
+
+
+def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, sample_s: float, threads: int,
+            attempted: Sequence[str], subjects: Sequence[str] | None = None, case_ids: Sequence[str] | None = None,
+            slowdown: Sequence[str] = (), memory: bool = True, seed: int | None = None,
+            progress: Callable[[str], None] | None = None, checkpoint: Callable[[dict], None] | None = None) -> dict:
+    """Run ``rounds`` fresh processes, ``jobs`` at a time, and combine them into one session document.
+
+    Round ``i`` shuffles the case order with seed ``seed + i``; only the first round measures peak memory (it does not
+    depend on the round). ``checkpoint`` receives the session so far after every finished round, so a run stopped
+    by a time limit keeps its rounds. A round that fails is reported and left out; all failing is an error."""
+    if rounds < 1 or jobs < 1:
+        raise ValueError(f"rounds and jobs must be at least 1, got {rounds} and {jobs}")
+    seed = random.SystemRandom().randrange(1_000_000) if seed is None else seed
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    session_id = f"{started}/{seed:06d}"
+    clock = time.perf_counter()
+    session = {"profile": profile, "device": device, "started": started, "rounds_planned": rounds, "rounds": 0,
+               "jobs": jobs, "repeats": repeats, "builds": 1, "sample_s": sample_s, "threads": threads,
+               "seed": seed, "slowdown": list(slowdown), "load": [], "round_s": [], "failed_rounds": [],
+               "load_start": [round(v, 2) for v in os.getloadavg()]}
+    docs: list[dict] = []
+    from .gate import load_round
+
+    with tempfile.TemporaryDirectory(prefix="conformance-bench-rounds-") as tmp:
+        pending = list(range(rounds))
+        running: dict[int, tuple[subprocess.Popen, float, Path, object]] = {}
+        while pending or running:
+            while pending and len(running) < jobs:
+                i = pending.pop(0)
+                out = Path(tmp) / f"round-{i:03d}.json"
+                log = open(Path(tmp) / f"round-{i:03d}.log", "w+")
+                command = round_command(profile=profile, device=device, seed=seed + i, out=out, repeats=repeats,
+                                        sample_s=sample_s, threads=threads, subjects=subjects, case_ids=case_ids,
+                                        slowdown=slowdown, memory=memory and i == 0)
+                running[i] = (subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log), time.perf_counter(),
+                              out, log)
+            time.sleep(0.05)
+            for i, (process, began, out, log) in list(running.items()):
+                if process.poll() is None:
+                    continue
+                del running[i]
+                log.seek(0)
+                tail = log.read()[-400:].strip().replace("\n", " | ")
+                log.close()
+                try:
+                    if process.returncode != 0:
+                        raise ValueError(f"exit {process.returncode}: {tail}")
+                    docs.append(load_round(out))
+                except (OSError, ValueError) as error:
+                    session["failed_rounds"].append({"round": i, "error": str(error)[:400]})
+                    if progress:
+                        progress(f"round {i + 1}/{rounds} failed: {str(error)[:200]}")
+                    continue
+                session.setdefault("machine", machine_label(docs[-1]["env"], device))
+                session.setdefault("clock", docs[-1].get("clock", "wall"))
+                session["rounds"] += 1
+                session["round_s"].append(round(time.perf_counter() - began, 1))
+                session["load"].append([round(v, 2) for v in os.getloadavg()])
+                session["duration_s"] = round(time.perf_counter() - clock, 1)
+                if progress:
+                    progress(f"round {session['rounds']}/{rounds} done in {session['round_s'][-1]:.0f} s "
+                             f"(load {session['load'][-1][0]:.2f})")
+                if checkpoint:
+                    checkpoint(combine(docs, session=session, session_id=session_id, attempted=attempted))
+    if not docs:
+        raise RuntimeError("every round failed: " + "; ".join(f["error"][:200] for f in session["failed_rounds"]))
+    session["duration_s"] = round(time.perf_counter() - clock, 1)
+    return combine(docs, session=session, session_id=session_id, attempted=attempted)
