@@ -173,6 +173,7 @@ def xnor_gemv_kernel(a_ptr, b_ptr, out_ptr, scale_ptr, bias_ptr, M, N, K, KW,
                              mask=(offs_m[:, None, None] < M) & (ks < K), other=0.0)
                 bit = tl.where(ks < K, tl.where(xf > 0, 1, tl.where(xf < 0, 0, ZERO_BIT)), 1)
                 a = tl.sum(bit << j[None, None, :], axis=2)[:, None, :]  # disjoint bits: the sum is the OR
+                a = tl.where(ws < KW, a, 0)  # words past KW: zero, as the masked weight load gives
             else:
                 a = tl.load(a_ptr + m3 * stride_am + ws, mask=(m3 < M) & (ws < KW), other=0)
             b = tl.load(b_ptr + n3 * stride_bn + ws, mask=(n3 < N) & (ws < KW), other=0)

@@ -78,12 +78,6 @@ for r in rows:
 EOF
   stamp
 fi
-if has tests; then
-  echo "== suites/kernels on CUDA"
-  timeout "$(limit "${TESTS_S:-240}")" python3 -m pytest suites/kernels -p no:cacheprovider -q -o addopts="" -rs -n 8 \
-    || status=1
-  stamp
-fi
 if has bench; then
   for i in $(seq "$first" $((first + runs - 1))); do
     flag="--no-compile"
@@ -93,6 +87,12 @@ if has bench; then
       --out "$out/bench-$i.json" || status=1
     stamp
   done
+fi
+if has tests; then
+  echo "== suites/kernels on CUDA"
+  timeout "$(limit "${TESTS_S:-240}")" python3 -m pytest suites/kernels -p no:cacheprovider -q -o addopts="" -rs -n 12 \
+    --tb=line || status=1
+  stamp
 fi
 if has ncu; then
   echo "== ncu"
