@@ -30,6 +30,8 @@ import torch
 
 NO_COMPILE = False
 EXPLORE = False
+#: dtypes whose LIF rows get the torch.compile baseline (33-100 s of compilation each on an H200)
+COMPILE_DTYPES = (torch.float32, torch.bfloat16)
 RESULTS: dict = {"correctness": {}, "ceilings": {}, "matmul": [], "conv": [], "gemv": [], "lif": []}
 
 
@@ -389,7 +391,7 @@ def lif(deadline: float):
                 row["ours_fwd_again_ms"], row["ours_fwdbwd_again_ms"] = _lif_times(L, ours, kw, x, xg, gy)
             row["fwd_over_floor"] = row["ours_fwd_ms"] / row["floor_fwd_ms"]
             row["fwdbwd_over_floor"] = row["ours_fwdbwd_ms"] / row["floor_fwdbwd_ms"]
-            if time.time() < deadline and not NO_COMPILE:
+            if time.time() < deadline and not NO_COMPILE and dtype in COMPILE_DTYPES:
                 try:
                     t0 = time.time()
                     cfb = torch.compile(lambda t: spec(t, **kw))
@@ -457,6 +459,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--budget-s", type=float, default=420.0, help="skip torch.compile baselines past this")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
+    parser.add_argument("--compile-float32-only", action="store_true", help="torch.compile baselines in float32 only")
     parser.add_argument("--explore", action="store_true", help="add the alternatives and config sweeps")
     parser.add_argument("--sections", default="ceilings,correctness,matmul,conv,gemv,lif")
     parser.add_argument("--probe", action="store_true", help="one launch of each kernel, for ncu")
@@ -466,6 +469,9 @@ def main(argv=None) -> int:
         return 0
     global NO_COMPILE, EXPLORE
     NO_COMPILE, EXPLORE = args.no_compile, args.explore
+    if args.compile_float32_only:
+        global COMPILE_DTYPES
+        COMPILE_DTYPES = (torch.float32,)
     started = time.time()
     import triton
 

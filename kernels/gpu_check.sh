@@ -83,7 +83,8 @@ if has bench; then
     flag="--no-compile"
     { [ "$i" -eq 1 ] || [ "$compile_all" -eq 1 ]; } && flag=""
     echo "== kernels.bench_gpu run $i $flag"
-    timeout "$(limit "${BENCH_S:-420}")" python3 -m kernels.bench_gpu $flag --budget-s "${BENCH_COMPILE_S:-300}" \
+    timeout "$(limit "${BENCH_S:-420}")" python3 -m kernels.bench_gpu $flag ${BENCH_ARGS:-} \
+      --budget-s "${BENCH_COMPILE_S:-300}" \
       --out "$out/bench-$i.json" || status=1
     stamp
   done
