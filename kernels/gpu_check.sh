@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The kernels' GPU checks in one go (docs/kernels.md), on a machine with an NVIDIA GPU and a CUDA build of torch:
-#   tests    suites/kernels on CUDA (every path, float64 included)
+# The kernels' GPU checks in one go (docs/kernels.md), on a machine with an NVIDIA GPU and a CUDA build of torch.
+# Stages, run in this order when selected:
+#   explore  the benchmark's alternatives and config sweeps (--explore, no torch.compile)
 #   cells    the kernels' CUDA cells of the matrix (records as gzip JSONL, like reports/cuda/)
 #   bench    python -m kernels.bench_gpu, --runs times (the torch.compile baselines in the first run only unless
 #            --compile-all; a later run on the same machine reads inductor's cache)
-#   explore  the benchmark's alternatives and config sweeps (--explore, no torch.compile)
+#   tests    suites/kernels on CUDA (every path, float64 included; KERNEL_TEST_EXAMPLES=n for fewer examples)
 #   ncu      Nsight Compute's SpeedOfLight section for one launch of each kernel (--clock-control none)
 #
-#   kernels/gpu_check.sh [--stages tests,cells,bench] [--runs 3] [--first-run 1] [--out DIR]
+#   kernels/gpu_check.sh [--stages cells,bench,tests] [--runs 3] [--first-run 1] [--compile-all] [--out DIR]
+#   (GPU_CHECK_BUDGET_S caps the whole run; <STAGE>_S each stage; BENCH_ARGS adds bench_gpu options)
 #
 # Libraries under test come from wheels in .whl/ when it holds any (offline machines), installed --no-deps into a
-# private directory; the machine's torch, triton and numpy are used as they are. Output (at most 8 files): run.log,
+# private directory (spikingjelly 2.0 imports loguru: carry both); the machine's torch, triton and numpy are used
+# as they are. Output (at most 8 files): run.log,
 # cells.jsonl.gz, bench-<i>.json, explore.json, ncu.csv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
