@@ -132,7 +132,8 @@ def judged(baseline: dict, session: dict, gate) -> dict:
     """The gate's verdict on a session plus, per gated case, its shift to rejection at Holm's first step."""
     verdict = gate.judge_session(baseline, session)
     threshold = verdict.alpha / verdict.gated
-    now = {c: [math.log(v) for values in e["samples"].values() for v in values] for c, e in session["entries"].items()}
+    now = {c: [math.log(v) for values in e["samples"].values() for v in values]
+           for c, e in session["entries"].items()}
     shifts = {}
     for row in verdict.rows:
         if row.p is not None:
@@ -151,27 +152,73 @@ def compose(session: dict, slowed: dict, subject: str) -> dict:
     return out
 
 
+def export(args: argparse.Namespace) -> int:
+    """The recorded sessions in one compact file (the per-round samples of every case; wall-clock samples only
+    for the baseline sessions), which ``analyse --archive`` reads as it reads the folder."""
+    folder = Path(args.dir)
+    index = [json.loads(line) for line in (folder / "index.jsonl").read_text().splitlines() if line.strip()]
+    sessions = {}
+    for record in index:
+        doc = json.loads((folder / record["file"]).read_text())
+        (sid, meta), = doc["sessions"].items()
+        sessions[record["file"]] = {
+            "session_id": sid, "meta": meta, "profile": doc["profile"], "device": doc["device"],
+            "started": doc["started"], "attempted": doc["attempted"], "skipped": doc["skipped"],
+            "entries": {c: {"library": e.get("library"), "samples": e["samples"][sid],
+                            **({"wall": e["wall_samples"][sid]} if record["what"] == "baseline" else {}),
+                            **({"slowdown": e["slowdown"]} if e.get("slowdown") else {})}
+                        for c, e in doc["entries"].items()}}
+    Path(args.out).write_text(json.dumps({"index": index, "sessions": sessions}, separators=(",", ":")) + "\n")
+    print(f"wrote {args.out}: {len(sessions)} sessions")
+    return 0
+
+
+def load_experiment(args: argparse.Namespace) -> tuple[list[dict], dict[str, dict]]:
+    """The index and the session documents, from the folder when it is there, else from the archive."""
+    folder = Path(args.dir)
+    if (folder / "index.jsonl").exists():
+        index = [json.loads(line) for line in (folder / "index.jsonl").read_text().splitlines() if line.strip()]
+        return index, {r["file"]: json.loads((folder / r["file"]).read_text()) for r in index
+                       if (folder / r["file"]).exists()}
+    archive = json.loads(Path(args.archive).read_text())
+    docs = {}
+    for name, kept in archive["sessions"].items():
+        sid = kept["session_id"]
+        entries = {}
+        for case_id, entry in kept["entries"].items():
+            subject, size, mode = case_id.split("|")
+            entries[case_id] = {"subject": subject, "size": size, "mode": mode, "library": entry["library"],
+                                "against": "spec", "ratio": statistics.median(entry["samples"]),
+                                "samples": {sid: entry["samples"]},
+                                **({"wall_samples": {sid: entry["wall"]}} if "wall" in entry else {}),
+                                **({"slowdown": entry["slowdown"]} if "slowdown" in entry else {})}
+        docs[name] = {"schema": 2, "kind": "conformance.bench", "profile": kept["profile"], "device": kept["device"],
+                      "started": kept["started"], "env": {}, "sessions": {sid: kept["meta"]},
+                      "attempted": kept["attempted"], "skipped": kept["skipped"], "entries": entries}
+    return archive["index"], docs
+
+
 def analyse(args: argparse.Namespace) -> int:
     from conformance.bench import gate
 
-    folder = Path(args.dir)
     baseline = gate.load(args.baseline)
-    index = [json.loads(line) for line in (folder / "index.jsonl").read_text().splitlines() if line.strip()]
-    runs = [r for r in index if r["what"] == "gate" and (folder / r["file"]).exists()]
-    slowed_runs = [r for r in index if r["what"] == "slowed" and (folder / r["file"]).exists()]
+    index, docs = load_experiment(args)
+    runs = [r for r in index if r["what"] == "gate" and r["file"] in docs]
+    slowed_runs = [r for r in index if r["what"] == "slowed" and r["file"] in docs]
     lines, report = [], {"baseline": args.baseline, "alpha": gate.ALPHA, "conditions": {}, "runs": []}
     sessions = {}
     for record in runs:
-        session = gate.load(folder / record["file"])
+        session = docs[record["file"]]
         sessions[record["file"]] = session
         result = judged(baseline, session, gate)
         verdict = result["verdict"]
-        min_adjusted = min(r.p for r in verdict.rows if r.p is not None) * verdict.gated
+        min_adjusted = min(1.0, min(r.p for r in verdict.rows if r.p is not None) * verdict.gated)
         report["runs"].append({
             **record, "rejudged_fail": verdict.failed, "gated": verdict.gated,
             "regressions": [r.id for r in verdict.rows if r.verdict == gate.REGRESSION],
             "not_gated": [r.id for r in verdict.rows if r.verdict == gate.NOT_GATED],
             "smallest_holm_adjusted_p": min_adjusted, "machine": verdict.match.describe(),
+            "closest": min(result["shifts"].items(), key=lambda kv: kv[1]),
             "rounds": verdict.rounds, "shifts": {c: round(v, 5) for c, v in result["shifts"].items()}})
     for condition in sorted({r["load"] for r in report["runs"]}) + ["all"]:
         chosen = [r for r in report["runs"] if condition in ("all", r["load"])]
@@ -182,17 +229,21 @@ def analyse(args: argparse.Namespace) -> int:
         low, high = clopper_pearson(failed, len(chosen))
         loads = [r["loadavg_before"][0] for r in chosen] + [r["loadavg_after"][0] for r in chosen]
         durations = [r["duration_s"] for r in chosen]
+        gated = [r["gated"] for r in chosen]
         entry = {"runs": len(chosen), "failed": failed, "failed_rejudged": rejudged, "upper95": high,
                  "load_min": min(loads), "load_median": statistics.median(loads), "load_max": max(loads),
                  "duration_median_s": statistics.median(durations), "duration_max_s": max(durations),
-                 "gated_min": min(r["gated"] for r in chosen), "gated_median": statistics.median(r["gated"] for r in chosen),
-                 "smallest_adjusted_p_min": min(r["smallest_holm_adjusted_p"] for r in chosen)}
+                 "gated_min": min(gated), "gated_median": statistics.median(gated), "gated_max": max(gated),
+                 "smallest_adjusted_p_min": min(r["smallest_holm_adjusted_p"] for r in chosen),
+                 "closest": min((r["closest"] for r in chosen), key=lambda kv: kv[1])}
         report["conditions"][condition] = entry
-        lines.append(f"{condition:>6}: {failed}/{len(chosen)} gate runs failed (re-judged: {rejudged}); exact one-sided "
-                     f"95% upper bound {high:.1%}; load average {entry['load_min']:.2f}-{entry['load_max']:.2f} (median "
-                     f"{entry['load_median']:.2f}); wall time median {entry['duration_median_s']:.0f} s, max "
-                     f"{entry['duration_max_s']:.0f} s; gated cases median {entry['gated_median']:.0f}, min "
-                     f"{entry['gated_min']}; smallest Holm-adjusted p of any run {entry['smallest_adjusted_p_min']:.3g}")
+        lines.append(
+            f"{condition:>6}: {failed}/{len(chosen)} gate runs failed (re-judged: {rejudged}); exact one-sided 95% "
+            f"upper bound {high:.1%}; load average {entry['load_min']:.2f}-{entry['load_max']:.2f} (median "
+            f"{entry['load_median']:.2f}); wall time median {entry['duration_median_s']:.0f} s, max "
+            f"{entry['duration_max_s']:.0f} s; gated cases {entry['gated_min']}-{entry['gated_max']}; smallest "
+            f"Holm-adjusted p of any run {entry['smallest_adjusted_p_min']:.3g}; closest to a false alarm: "
+            f"{entry['closest'][0]} would have needed {math.expm1(entry['closest'][1]):+.1%} more")
     # Design estimate: per case, the shift to rejection over the unchanged runs, its normal tail below zero.
     per_case: dict[str, list[float]] = {}
     for r in report["runs"]:
@@ -213,7 +264,7 @@ def analyse(args: argparse.Namespace) -> int:
                  + ", ".join(f"{c.split('|')[0]}|{c.split('|')[2]} {t:.1e}" for c, t in worst))
     # Detection: trials composed from real slowed rounds, judged by the gate itself.
     if slowed_runs:
-        slowed_sessions = {r["file"]: gate.load(folder / r["file"]) for r in slowed_runs}
+        slowed_sessions = {r["file"]: docs[r["file"]] for r in slowed_runs}
         rng = random.Random(args.seed)
         subjects = sorted({c.split("|")[0] for s in slowed_sessions.values() for c in s["entries"]})
         trials, caught, details = args.trials, 0, []
@@ -233,9 +284,9 @@ def analyse(args: argparse.Namespace) -> int:
         missed = [d for d in details if not d["caught"]]
         report["detection"] = {"trials": trials, "caught": caught, "lower95": low, "missed": missed,
                                "slowed_sessions": len(slowed_runs)}
+        shown = ", ".join(f"{d['subject']} ({', '.join(sorted(set(d['verdicts'].values())))})" for d in missed)
         lines.append(f"detection: {caught}/{trials} composed trials caught a 25% slower subject (exact one-sided 95% "
-                     f"lower bound {low:.1%}); missed: " + (", ".join(f"{d['subject']} ({', '.join(sorted(set(d['verdicts'].values())))})"
-                                                                for d in missed) or "none"))
+                     f"lower bound {low:.1%}); missed: {shown or 'none'}")
         # Every subject in every slowed session against one unchanged session of the same load, in turn.
         exhaustive, hits = 0, 0
         per_subject: dict[str, list[bool]] = {}
@@ -254,6 +305,29 @@ def analyse(args: argparse.Namespace) -> int:
                                              "never_caught": never}
         lines.append(f"detection, every subject x every slowed session: {hits}/{exhaustive} caught; subjects never "
                      f"caught: {', '.join(never) or 'none'}")
+    # The clock: CPU time against the wall clock, in the same rounds of the baseline sessions.
+    for condition in ("none", "pytest"):
+        spreads: dict[str, list[float]] = {"cpu": [], "wall": []}
+        for record in index:
+            doc = docs.get(record["file"])
+            if record["what"] != "baseline" or record["load"] != condition or doc is None:
+                continue
+            for entry in doc["entries"].values():
+                for clock, key in (("cpu", "samples"), ("wall", "wall_samples")):
+                    for values in (entry.get(key) or {}).values():
+                        logs = [math.log(v) for v in values if v]
+                        middle = statistics.median(logs)
+                        spreads[clock].append(1.4826 * statistics.median(abs(v - middle) for v in logs))
+        if spreads["cpu"] and spreads["wall"]:
+            cpu, wall = sorted(spreads["cpu"]), sorted(spreads["wall"])
+            report.setdefault("clock", {})[condition] = {
+                "cpu_median": statistics.median(cpu), "wall_median": statistics.median(wall),
+                "cpu_p90": cpu[int(0.9 * len(cpu))], "wall_p90": wall[int(0.9 * len(wall))],
+                "cases_x_sessions": len(cpu)}
+            lines.append(f"clock, baseline sessions, load {condition}: spread between rounds (robust sd of log ratio, "
+                         f"median / 90th percentile over cases x sessions): CPU time {statistics.median(cpu):.3f} / "
+                         f"{cpu[int(0.9 * len(cpu))]:.3f}, wall clock {statistics.median(wall):.3f} / "
+                         f"{wall[int(0.9 * len(wall))]:.3f}")
     text = "\n".join(lines)
     print(text)
     if args.out:
@@ -272,14 +346,18 @@ def main(argv=None) -> int:
     c.add_argument("--sessions", type=int, default=1)
     c.add_argument("--baseline", default=None, help="the gate's --baseline (default: the checked-in one)")
     c.add_argument("extra", nargs="*", help="more options for the bench command (after --)")
+    e = commands.add_parser("export")
+    e.add_argument("--dir", default="reports/bench/noise")
+    e.add_argument("--out", default="reports/bench/noise-experiment-sessions.json")
     a = commands.add_parser("analyse")
-    a.add_argument("--dir", default="reports/bench/noise")
+    a.add_argument("--dir", default="reports/bench/noise", help="the recorded sessions (else --archive is read)")
+    a.add_argument("--archive", default="reports/bench/noise-experiment-sessions.json")
     a.add_argument("--baseline", default="reports/bench/baseline-cpu.json")
     a.add_argument("--trials", type=int, default=100, help="composed detection trials")
     a.add_argument("--seed", type=int, default=20261204)
     a.add_argument("--out", default=None, help="also write the numbers here (JSON, and .txt beside it)")
     args = parser.parse_args(argv)
-    return collect(args) if args.command == "collect" else analyse(args)
+    return {"collect": collect, "export": export, "analyse": analyse}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ else
   echo "expectations: none checked in for environment $env_name (strict known failures still apply);" \
        "record them with: python -m conformance.expectations accept --results $results"
 fi
-# The benchmark gate (quick profile, about 2.5 min on 2 cores): subject/spec speed ratios against the checked-in
-# reports/bench/baseline-cpu.json; exits non-zero when one regressed past the threshold (docs/benchmarks.md).
+# The benchmark gate (quick profile, 8 rounds in fresh processes, about 3 min on 2 cores): subject/spec speed ratios
+# against the checked-in reports/bench/baseline-cpu.json, a rank test per case and Holm's correction over all of
+# them; exits non-zero on a regression (family-wise false-alarm rate 1%, docs/benchmarks.md).
 # Only on a whole run (a partial one, ./run test -k ..., skips it), and never with CONFORMANCE_BENCH_GATE=0.
 if [ "$#" -eq 0 ] && [ "${CONFORMANCE_BENCH_GATE:-1}" != "0" ]; then
   started=$(date +%s)

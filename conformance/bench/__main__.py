@@ -242,6 +242,8 @@ def run_gate(args: argparse.Namespace) -> int:
         gate.write(args.out or default_latest(args.device), results)
     verdict = gate.judge_session(baseline, results, alpha=args.alpha)
     print(gate.table(verdict))
+    if gate.notes(verdict):
+        print(gate.notes(verdict))
     print(gate.summary(verdict, baseline=str(baseline_path)))
     return 1 if verdict.failed else 0
 

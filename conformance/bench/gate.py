@@ -527,8 +527,8 @@ def _mib(value: int | None) -> str:
 
 
 def table(verdict: Verdict) -> str:
-    """The gate's table: reference ratio, the session's median ratio, change, tolerated margin, p-value, verdict,
-    peak memory."""
+    """The gate's table: reference ratio, the session's median ratio, change, tolerated margin, p-value, verdict
+    (the reason's first words; :func:`notes` has it whole), peak memory."""
     body = []
     for r in verdict.rows:
         memory = "" if r.mem_subject is None and r.mem_reference is None \
@@ -537,9 +537,14 @@ def table(verdict: Verdict) -> str:
                      "" if r.change is None else f"{r.change:+.1%}",
                      "" if r.margin is None else f"{r.margin:.1%}",
                      "" if r.p is None else f"{r.p:.1e}",
-                     r.verdict + (f" ({r.reason})" if r.reason else ""), memory])
+                     r.verdict + (f" ({r.reason.split(':')[0]})" if r.reason else ""), memory])
     return tabulate(body, ["subject", "size", "mode", "vs", "ratio was", "ratio now", "change", "margin", "p",
                            "verdict", "peak MiB subject / ref"], tablefmt="simple", disable_numparse=True)
+
+
+def notes(verdict: Verdict) -> str:
+    """Why each case that is not judged is not: one line per case, below the table."""
+    return "\n".join(f"{r.verdict}: {r.id}: {r.reason}" for r in verdict.rows if r.reason)
 
 
 def summary(verdict: Verdict, *, baseline: str = "") -> str:
