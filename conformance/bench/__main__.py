@@ -109,6 +109,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     accept.add_argument("--add", action="store_true",
                         help="keep the baseline's sessions and add these (another machine, more sessions); "
                              "without it the baseline is made from these results alone")
+    accept.add_argument("--replace-cases", action="store_true",
+                        help="with --add: first drop the baseline's samples (of every machine) of the cases these "
+                             "results measured, to accept a wanted change of their speed")
     args = parser.parse_args(argv)
     if getattr(args, "sample_s", None) is not None and not 0 < args.sample_s < 10:
         parser.error(f"--sample-s must be between 0 and 10 seconds, got {args.sample_s:g}")
@@ -191,8 +194,13 @@ def accept(args: argparse.Namespace) -> int:
     target = args.baseline or default_baseline(args.device)
     paths = args.results or [default_latest(args.device)]
     docs = [gate.load(p) for p in paths]
+    if args.replace_cases and not args.add:
+        raise UsageError("--replace-cases works with --add (it replaces cases inside the existing baseline)")
     if args.add and target.exists():
-        docs.insert(0, gate.load(target))
+        kept = gate.load(target)
+        if args.replace_cases:
+            kept = gate.without_cases(kept, {c for doc in docs for c in doc["entries"]})
+        docs.insert(0, kept)
     merged = gate.merge(docs)
     if merged["device"] != args.device:
         raise UsageError(f"the results are of device {merged['device']!r}, not --device {args.device!r}")

@@ -167,6 +167,14 @@ def write(path: Path | str, data: dict) -> None:
         raise
 
 
+def without_cases(baseline: dict, case_ids: set[str]) -> dict:
+    """The baseline with every sample of ``case_ids`` dropped (on every machine): how a wanted change of speed is
+    accepted, since the old samples no longer describe the code. Sessions left without samples are dropped."""
+    entries = {c: e for c, e in baseline["entries"].items() if c not in case_ids}
+    used = {sid for e in entries.values() for sid in e["samples"]}
+    return {**baseline, "entries": entries, "sessions": {s: v for s, v in baseline["sessions"].items() if s in used}}
+
+
 def merge(docs: Sequence[dict]) -> dict:
     """One baseline from sessions and baselines of one device: every session's samples pooled, per case, with the
     session (and its machine) each came from. ``ratio`` is the median of all samples, for reading only."""
@@ -363,6 +371,10 @@ def case_model(entry: dict, sessions: dict, match: Match, *, kappa: float | None
         return Z_LEVEL * se + gap
 
     usable = [m for m in match.machines if m in centers]
+    if match.machines and not usable:  # e.g. a wanted change accepted on another machine (accept --replace-cases)
+        model.reason = (f"no samples of it from {' or '.join(repr(m) for m in match.machines)}: add a session "
+                        "of this machine to the baseline (accept --add)")
+        return model
     if usable:
         level = max(centers[m] for m in usable)
         margin += max(level_error(m) for m in usable)

@@ -305,6 +305,29 @@ def test_accept_pools_sessions_and_add_keeps_the_baselines_sessions(files, tmp_p
         gate.merge([first, noisy(LEVELS, rng, device="cuda")])
 
 
+def test_a_wanted_change_is_accepted_per_case_and_other_machines_then_do_not_gate_it(files, tmp_path, capsys):
+    """``accept --add --replace-cases``: the new sessions replace every machine's samples of the cases they
+    measured. On another recorded machine those cases are then not gated until a session of it is added."""
+    rng = random.Random(12)
+    shifted = {c: v * (1.3 if n % 2 else 1.0) for n, (c, v) in enumerate(LEVELS.items())}
+    target = tmp_path / "baseline.json"
+    sessions = [files(f"a{n}.json", noisy(LEVELS, rng, machine="CPU A")) for n in range(3)]
+    sessions += [files(f"b{n}.json", noisy(shifted, rng, machine="CPU B")) for n in range(3)]
+    assert main(["accept", "--results", *map(str, sessions), "--baseline", str(target)]) == 0
+    changed = next(iter(LEVELS))
+    faster = [files(f"new{n}.json", session({changed: [round(0.5 * LEVELS[changed], 5)] * 8}, machine="CPU A",
+                                            sid=f"new{n}")) for n in range(2)]
+    assert main(["accept", "--add", "--replace-cases", "--results", *map(str, faster), "--baseline",
+                 str(target)]) == 0
+    baseline = gate.load(target)
+    assert set(baseline["entries"][changed]["samples"]) == {"new0", "new1"}
+    assert len(baseline["entries"][next(c for c in LEVELS if c != changed)]["samples"]) == 6
+    on_b = gate.judge_session(baseline, noisy(shifted, rng, machine="CPU B"))
+    row = next(r for r in on_b.rows if r.id == changed)
+    assert row.verdict == gate.NOT_GATED and "no samples of it from 'CPU B'" in row.reason
+    assert main(["accept", "--replace-cases", "--results", str(faster[0]), "--baseline", str(target)]) == 2
+
+
 CORRUPT = {
     "not JSON": "{not json",
     "truncated": json.dumps(session({"a.B|32x4096|forward": [1.0] * 8}))[:-40],
