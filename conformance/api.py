@@ -1,8 +1,8 @@
-"""Use the checks from a library's own test suite, in the spirit of scikit-learn's ``parametrize_with_checks``.
+"""The public interface for other libraries: declare subjects (``Subject``, ``Known``) and use the checks from the
+library's own test suite, in the spirit of scikit-learn's ``parametrize_with_checks``.
 
 >>> # in the library's tests/test_conformance.py (the plugin registers itself when the package is installed)
->>> from conformance.api import parametrize_with_checks, check_cell
->>> from conformance.types import Subject
+>>> from conformance.api import Subject, check_cell, parametrize_with_checks
 >>> MY_LEAKY = Subject(id="mylib.Leaky", spec="neuron.leaky", build=build_my_leaky, param_map={"beta": "beta"},
 ...                    fixed={"reset_mechanism": "subtract"}, library="mylib")
 >>> @parametrize_with_checks([MY_LEAKY], transforms=["eager", "deepcopy", "compile_aot_eager"])
@@ -23,11 +23,13 @@ from typing import Iterable
 import pytest
 
 from . import registry
+from .core.settings import UsageError
+from .core.types import Cell, Example, Known, Spec, Subject
 from .plugin import to_pytest_outcome
-from .results import CellResult
+from .records.io import CellResult
 from .runner import run_cell
-from .settings import UsageError
-from .types import Cell, Subject
+
+__all__ = ["Cell", "Example", "Known", "Spec", "Subject", "check_cell", "parametrize_with_checks"]
 
 
 def parametrize_with_checks(subjects: Iterable[Subject], *, transforms: Iterable[str] | None = None,
@@ -44,7 +46,7 @@ def parametrize_with_checks(subjects: Iterable[Subject], *, transforms: Iterable
     try:
         for subject in subjects:
             if not isinstance(subject, Subject):
-                raise UsageError(f"parametrize_with_checks takes conformance.types.Subject, got "
+                raise UsageError(f"parametrize_with_checks takes conformance.api.Subject, got "
                                  f"{type(subject).__name__}")
             registry.register(subject, origin=origin)
         unknown = sorted(set(transforms or ()) - set(registry.transforms()))

@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from .settings import PROFILES, UsageError, configure_process, profile_name
-from .report_escape import terminal_text, visible
+from .core.settings import PROFILES, UsageError, configure_process, profile_name
+from .core.escape import terminal_text, visible
 
 
 def load_subjects(where: str) -> None:
@@ -23,7 +23,7 @@ def load_subjects(where: str) -> None:
     declares are registered; an ``object`` that is a Subject, an iterable of them or a callable returning them is
     registered too."""
     from . import registry
-    from .types import Subject
+    from .core.types import Subject
 
     target, _, name = where.partition(":") if not Path(where).is_file() else (where, "", "")
     if target.endswith(".py") or Path(target).is_file():
@@ -50,7 +50,7 @@ def load_subjects(where: str) -> None:
     found = found() if callable(found) and not isinstance(found, Subject) else found
     for subject in [found] if isinstance(found, Subject) else list(found):
         if not isinstance(subject, Subject):
-            raise UsageError(f"--load {where!r}: {type(subject).__name__} is not a conformance.types.Subject")
+            raise UsageError(f"--load {where!r}: {type(subject).__name__} is not a conformance.api.Subject")
         registry.register(subject, origin=where)
 
 

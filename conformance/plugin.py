@@ -2,7 +2,7 @@
 
 Registered through the ``pytest11`` entry point when the package is installed (nothing to pass), or with
 ``-p conformance.plugin`` / ``pytest_plugins``. It does nothing to a session that runs no cell (a test with a
-``conformance.types.Cell`` parameter): no thread settings, no hypothesis profile, no files.
+``conformance.api.Cell`` parameter): no thread settings, no hypothesis profile, no files.
 
 Records go to ``<results-dir>/<worker>-<pid>.jsonl`` (default ``<rootdir>/reports/results/<run id>``), flushed per
 cell, so a killed run loses nothing recorded. Faults cost one cell:
@@ -34,13 +34,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .results import CellResult, RecordWriter, environment, iter_records, make_record
-from .settings import (DEFAULT_TIMEOUT_S, PROFILES, UsageError, cell_timeout_s, configure_process, hard_limit_s,
-                       profile_name, register_hypothesis_profiles)
-from .report_escape import terminal_text, visible
+from .records.io import CellResult, RecordWriter, environment, iter_records, make_record, write_suite_file
+from .core.settings import DEFAULT_TIMEOUT_S, PROFILES, UsageError, cell_timeout_s, configure_process, hard_limit_s, profile_name, register_hypothesis_profiles
+from .core.escape import terminal_text, visible
 
-if TYPE_CHECKING:  # conformance.types imports torch: not loaded in sessions that run no cell
-    from .types import Cell
+if TYPE_CHECKING:  # conformance.core.types imports torch: not loaded in sessions that run no cell
+    from .core.types import Cell
 
 #: What must match for a record to count as done in this run (--resume): the suite, the versions, the profile.
 RESUME_KEYS = ("suite_sha", "python", "torch", "libraries", "hypothesis_profile", "platform", "device_name", "cuda")
@@ -132,7 +131,7 @@ def recorded_cells(directory: Path) -> set[str]:
     """Cell ids recorded in ``directory`` by this same environment, whatever their outcome (a crash or a timeout
     is recorded once, not tried again). Records of another suite version or library set make resuming an error,
     not a silent mix."""
-    from .results import cell_key
+    from .records.io import cell_key
 
     if not directory.exists():
         return set()
@@ -151,7 +150,7 @@ def recorded_cells(directory: Path) -> set[str]:
 
 def cell_of(item: pytest.Item) -> Cell | None:
     """The matrix cell a test item runs (its ``Cell`` parameter), or None for any other test."""
-    types = sys.modules.get("conformance.types")  # not imported: no test has a Cell
+    types = sys.modules.get("conformance.core.types")  # not imported: no test has a Cell
     if types is None:
         return None
     for value in getattr(getattr(item, "callspec", None), "params", {}).values():
@@ -212,7 +211,10 @@ class Recorder:
     # -- files
     def writer(self) -> RecordWriter:
         if self._writer is None:
+            from . import registry
+
             self._writer = RecordWriter(self.path)
+            write_suite_file(self.dir, registry.suite_description())  # the report's column order and legend
         return self._writer
 
     def inflight_path(self, worker: str) -> Path:
@@ -452,7 +454,7 @@ def reproduce_command(cell: Cell, origin: str | None = None) -> str:
 
 
 def _forkable(cell: Cell) -> bool:
-    from . import isolation
+    from .core import isolation
 
     return isolation.can_fork(cell.device)
 
@@ -460,7 +462,7 @@ def _forkable(cell: Cell) -> bool:
 def run_isolated(cell: Cell, config: pytest.Config | None = None) -> CellResult:
     """Run ``cell`` as this session's isolation asks: in a forked child (without xdist, or for a subject that
     already crashed a worker in this run), else in this process under the watchdog."""
-    from . import isolation
+    from .core import isolation
     from .runner import run_cell
 
     recorder = config.pluginmanager.get_plugin("conformance-recorder") if config is not None else None

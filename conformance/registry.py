@@ -1,8 +1,8 @@
 """The registries: specs, subjects, transforms, checks, and the cells they span.
 
-Declare (in ``specs_*.py`` and ``subjects/*.py``), register (here, explicitly), call (suites, report). Third-party
-packages add subjects through the ``conformance.subjects`` entry point group: each entry point names a callable
-returning an iterable of :class:`~conformance.types.Subject`.
+Declare (in ``specs/``, ``subjects/``, ``transforms/``, ``checks/``), register (here), call (suites, report).
+Third-party packages add subjects through the ``conformance.subjects`` entry point group: each entry point names a
+callable returning an iterable of :class:`~conformance.core.types.Subject`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Iterable, Iterator
 
 import torch
 
-from .checks import CHECKS, GRADIENT_CHECKS
-from .settings import UsageError
+from .checks import CHECKS
+from .core.settings import UsageError
+from .core.types import Cell, Known, Spec, Subject
 from .transforms import TRANSFORMS, Transform
-from .types import Cell, Known, Spec, Subject
 
 ENTRY_POINT_GROUP = "conformance.subjects"
 
@@ -31,19 +31,18 @@ def subject_modules() -> list[str]:
     from . import subjects as package
 
     return [f"{package.__name__}.{info.name}" for info in sorted(pkgutil.iter_modules(package.__path__),
-                                                                   key=lambda i: (i.name != "specs", i.name))]
+                                                                   key=lambda i: (i.name != "reference", i.name))]
 
-#: dtypes each transform runs in, by default. float32 everywhere; other dtypes where they add information.
-EXTRA_DTYPES = {"eager": ("float64", "bfloat16")}
+
 DEVICES = ("cpu", "cuda")
 
 
 @lru_cache(maxsize=None)
 def specs() -> dict[str, Spec]:
-    from . import specs_models, specs_neuron, specs_quant
+    from .specs import SPECS
 
     found: dict[str, Spec] = {}
-    for spec in (*specs_quant.SPECS, *specs_neuron.SPECS, *specs_models.SPECS):
+    for spec in SPECS:
         if spec.id in found:
             raise ValueError(f"duplicate spec id {spec.id!r}")
         found[spec.id] = spec
@@ -124,12 +123,19 @@ def _entry_point_subjects() -> Iterator[Subject]:
         bad = [item for item in found if not isinstance(item, Subject)]
         if bad:
             raise UsageError(f"entry point {entry.name} = {entry.value} (group {ENTRY_POINT_GROUP}) returned "
-                             f"{type(bad[0]).__name__}, not conformance.types.Subject")
+                             f"{type(bad[0]).__name__}, not conformance.api.Subject")
         yield from found
 
 
 def transforms() -> dict[str, Transform]:
     return {t.id: t for t in TRANSFORMS}
+
+
+def suite_description() -> dict:
+    """What the report shows of the suite itself, written beside every run's records (records.io.SUITE_FILE): the
+    transforms in table order and the docstrings of transforms and checks."""
+    return {"transforms": [{"id": t.id, "doc": t.fn.__doc__ or ""} for t in TRANSFORMS],
+            "checks": {name: check.fn.__doc__ or "" for name, check in CHECKS.items()}}
 
 
 def missing_requirement(names: Iterable[str]) -> str | None:
@@ -138,6 +144,13 @@ def missing_requirement(names: Iterable[str]) -> str | None:
         if importlib.util.find_spec(name.split(".")[0]) is None:
             return name
     return None
+
+
+def checks_of(transform: Transform) -> tuple[str, ...]:
+    """The checks that judge ``transform``: those it lists, then those that name it (``Check.applies_to``)."""
+    extra = tuple(name for name, check in CHECKS.items() if name not in transform.checks
+                  and any(fnmatch.fnmatchcase(transform.id, pattern) for pattern in check.applies_to))
+    return transform.checks + extra
 
 
 def cells(subject_ids: Iterable[str] | None = None, *, devices: Iterable[str] = DEVICES,
@@ -150,11 +163,11 @@ def cells(subject_ids: Iterable[str] | None = None, *, devices: Iterable[str] = 
         for transform in TRANSFORMS:
             if wanted is not None and transform.id not in wanted:
                 continue
-            for check in transform.checks:
+            for check in checks_of(transform):
                 for device in devices:
                     if device not in transform.devices:
                         continue  # e.g. CPU/CUDA agreement and autocast cells exist on cuda only
-                    for dtype in ("float32",) + EXTRA_DTYPES.get(transform.id, ()):
+                    for dtype in transform.dtypes:
                         out.append(Cell(sid, transform.id, check, device, dtype))
     return out
 
@@ -169,9 +182,7 @@ def not_applicable(cell: Cell, subject: Subject, spec: Spec, transform: Transfor
         return f"{subject.id} does not run on the {where} here, so there is no {where} result to agree with"
     if spec.fn is None and cell.check in ("forward_matches_spec", "grad_matches_spec"):
         return f"{spec.id} is an opaque model without a spec: judged by what transforms preserve"
-    if cell.check in GRADIENT_CHECKS and not spec.differentiable:
-        return f"spec {spec.id} defines no gradient"
-    if transform.id in ("grad", "jvp") and not spec.differentiable:
+    if (CHECKS[cell.check].needs_grad or transform.needs_grad) and not spec.differentiable:
         return f"spec {spec.id} defines no gradient"
     if transform.needs_params and not subject.param_map:
         return "the subject has no trainable parameters (per-sample gradients are about parameters)"
@@ -187,28 +198,49 @@ def for_this_torch(entry: Known) -> bool:
     return entry.torch == "*" or fnmatch.fnmatchcase(torch.__version__, entry.torch)
 
 
+def _covers(entry: Known, cell: Cell) -> bool:
+    return (fnmatch.fnmatchcase(cell.transform, entry.transform) and fnmatch.fnmatchcase(cell.check, entry.check)
+            and fnmatch.fnmatchcase(cell.device, entry.device) and fnmatch.fnmatchcase(cell.dtype, entry.dtype)
+            and for_this_torch(entry))
+
+
+def known_entries(subject: Subject, transform: Transform) -> tuple[Known, ...]:
+    """The known failures that may cover a cell of ``subject`` x ``transform``: the subject's own first, then the
+    findings the transform declares on it."""
+    found = subject.known
+    if transform.known is not None:
+        found += transform.known(subject, specs()[subject.spec])
+    return found
+
+
 def known_failure(cell: Cell, subject: Subject) -> Known | None:
-    for entry in subject.known:
-        if (fnmatch.fnmatchcase(cell.transform, entry.transform) and fnmatch.fnmatchcase(cell.check, entry.check)
-                and fnmatch.fnmatchcase(cell.device, entry.device) and fnmatch.fnmatchcase(cell.dtype, entry.dtype)
-                and for_this_torch(entry)):
-            return entry
-    return None
+    """The first known failure that covers ``cell``, or None."""
+    return next((entry for entry in known_entries(subject, transforms()[cell.transform]) if _covers(entry, cell)),
+                None)
 
 
 def unmatched_known(all_cells: Iterable[Cell]) -> list[tuple[str, Known]]:
-    """Known-failure entries that cover no cell: each is an error (stale data)."""
+    """Known-failure entries that cover no cell: each is an error (stale data). A subject's entry must cover one of
+    its cells; a transform's entry one cell of a subject it is declared on."""
     by_subject: dict[str, list[Cell]] = {}
     for cell in all_cells:
         by_subject.setdefault(cell.subject, []).append(cell)
     stale = []
-    for sid in by_subject:
+    for sid, its_cells in by_subject.items():
         subject = subjects()[sid]
         for entry in subject.known:
-            if not for_this_torch(entry):
-                continue  # recorded for another torch release
-            if not any(known_failure(c, subject.replace(known=(entry,))) for c in by_subject.get(sid, [])):
+            if for_this_torch(entry) and not any(_covers(entry, c) for c in its_cells):
                 stale.append((sid, entry))
+    for transform in TRANSFORMS:
+        if transform.known is None:
+            continue
+        declared = {entry: False for sid in by_subject
+                    for entry in transform.known(subjects()[sid], specs()[subjects()[sid].spec])}
+        for sid, its_cells in by_subject.items():
+            for entry in transform.known(subjects()[sid], specs()[subjects()[sid].spec]):
+                declared[entry] = declared[entry] or any(_covers(entry, c) for c in its_cells)
+        stale += [(f"transform {transform.id}", entry) for entry, used in declared.items()
+                  if for_this_torch(entry) and not used]
     return stale
 
 
@@ -238,10 +270,9 @@ def check_cell_exists(cell: Cell) -> None:
     transform = transforms().get(cell.transform)
     if transform is None:
         raise unknown("transform", cell.transform, transforms())
-    if cell.check not in transform.checks:
-        raise unknown(f"check for transform {cell.transform!r}", cell.check, transform.checks)
+    if cell.check not in checks_of(transform):
+        raise unknown(f"check for transform {cell.transform!r}", cell.check, checks_of(transform))
     if cell.device not in transform.devices:
         raise unknown(f"device for transform {cell.transform!r}", cell.device, transform.devices)
-    dtypes = ("float32",) + EXTRA_DTYPES.get(transform.id, ())
-    if cell.dtype not in dtypes:
-        raise unknown(f"dtype for transform {cell.transform!r}", cell.dtype, dtypes)
+    if cell.dtype not in transform.dtypes:
+        raise unknown(f"dtype for transform {cell.transform!r}", cell.dtype, transform.dtypes)

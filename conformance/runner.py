@@ -19,14 +19,17 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from . import isolation, registry
-from .causes import CheckFailed, TransformFailed, classify
-from .checks import CHECKS, Truth, spec_truth
-from .results import NO_DEVICE, CellResult
-from .settings import PROFILES, cell_timeout_s, profile_name
-from .strategies import stable_draws
-from .transforms import DTYPES, Context, Outcome
-from .types import Cell, Example
+from . import registry
+from .checks import CHECKS
+from .checks.compare import Truth, spec_truth
+from .core import isolation
+from .core.causes import CheckFailed, TransformFailed, classify
+from .core.settings import PROFILES, cell_timeout_s, profile_name
+from .core.strategies import stable_draws
+from .core.types import Cell, Example
+from .records.io import NO_DEVICE, CellResult
+from .transforms import Context, TransformRun
+from .transforms.harness import DTYPES
 
 class CellTimeout(BaseException):
     """Raised by the alarm in the cell's thread. A BaseException so hypothesis does not shrink it."""
@@ -61,7 +64,7 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 
 # Outcomes and spec answers are shared by the checks of one (subject, transform, device, dtype) and example:
 # each compile happens once, not once per check. Failures are cached too, as (stage, error).
-_OUTCOMES: "OrderedDict[tuple, Outcome | TransformFailed]" = OrderedDict()
+_OUTCOMES: "OrderedDict[tuple, TransformRun | TransformFailed]" = OrderedDict()
 _TRUTHS: "OrderedDict[tuple, Truth]" = OrderedDict()
 _CACHE_SIZE = 64
 
@@ -95,10 +98,11 @@ def round_through(example: Example, dtype: torch.dtype) -> Example:
 _UNDONE: list[str] | None = None
 
 
-def outcome_for(cell: Cell, ctx: Context, key: str) -> Outcome:
-    """The transform's outcome for this example (computed once for every check). Process-wide state the transform
-    left behind is put back (conformance.isolation); what had to be undone goes to the outcome's leaks and to the
-    cell's record."""
+def outcome_for(cell: Cell, ctx: Context, key: str) -> TransformRun:
+    """The transform's run for this example (computed once for every check; the name, used inside
+    ``cell_property``, stays: the hypothesis seed of every cell derives from that function's source). Process-wide
+    state the transform left behind is put back (conformance.core.isolation); what had to be undone goes to the run's
+    leaks and to the cell's record."""
     cache_key = (cell.subject, cell.transform, cell.device, cell.dtype, key)
     cached = _OUTCOMES.get(cache_key)
     if cached is None:
@@ -109,14 +113,14 @@ def outcome_for(cell: Cell, ctx: Context, key: str) -> Outcome:
             cached = failure
         finally:
             left_behind = isolation.restore(before)
-        if isinstance(cached, Outcome):
-            cached.info["process_leaks"] = left_behind
-            cached.info["leaks"] = [*cached.info.get("leaks", []), *left_behind]
+        if isinstance(cached, TransformRun):
+            cached.findings.process_leaks = left_behind
+            cached.findings.leaks = [*cached.findings.leaks, *left_behind]
         else:
             cached.process_leaks = left_behind
         _remember(_OUTCOMES, cache_key, cached)
     if _UNDONE is not None:
-        found = cached.info["process_leaks"] if isinstance(cached, Outcome) else cached.process_leaks
+        found = cached.findings.process_leaks if isinstance(cached, TransformRun) else cached.process_leaks
         _UNDONE.extend(line for line in found if line not in _UNDONE)
     if isinstance(cached, TransformFailed):
         raise TransformFailed(cached.stage, cached.error) from cached.error
@@ -159,7 +163,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     transform = registry.transforms()[cell.transform]
     options = PROFILES[profile or profile_name()]
     dtype, device = DTYPES[cell.dtype], torch.device(cell.device)
-    check = CHECKS[cell.check]
+    check = CHECKS[cell.check].fn
     state: dict = {"example": None, "excused": 0}
 
     # Compiling cells do not shrink a failure: every shrink step would compile again (minutes per cell). Nor do
@@ -209,7 +213,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
             error = _unwrap(raised)
         finally:
             _UNDONE = None
-    result = _result(error, state, time.perf_counter() - started)
+    result = _result(error, state, time.perf_counter() - started, transform.stage_causes_of())
     if undone:
         result.extra["process_state_restored"] = undone
     return _apply_known(result, known)
@@ -238,10 +242,10 @@ def _describe(state: dict) -> str | None:
     return state["example"].describe() if state["example"] is not None else None
 
 
-def _result(error: BaseException | None, state: dict, duration: float) -> CellResult:
+def _result(error: BaseException | None, state: dict, duration: float, stage_causes: dict[str, str]) -> CellResult:
     if error is None:
         return CellResult("pass", tie_excluded=state["excused"], duration_s=duration)
-    cause = "harness-error" if _raised_by_harness(error) else classify(error)
+    cause = "harness-error" if _raised_by_harness(error) else classify(error, stage_causes)
     detail = error.message if isinstance(error, CheckFailed) else _short_trace(error)
     numbers = {}
     if isinstance(error, CheckFailed):

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from conformance.results import iter_records  # noqa: E402
+from conformance.records.io import iter_records  # noqa: E402
 from suites.test_faults import install_faulty_library  # noqa: E402
 
 

@@ -7,10 +7,10 @@
 #   scripts/gpu-run.sh --download          # fill .whl/ with the pinned libraries (on a machine with a registry)
 #
 # The libraries under test come from wheels in .whl/ when it holds any (offline machines), otherwise from the
-# package registry, pinned (GPU_RUN_PACKAGES below), --no-deps, into a private directory put first on PYTHONPATH;
-# the machine's own torch, triton, cupy and numpy are used as they are. pytest and hypothesis are pinned as in
-# constraints.txt so that both devices draw the same examples (conformance.strategies.stable_draws). A library
-# that is missing turns its cells to `skip`. Each stage runs under a time limit (the whole run aims at
+# package registry, pinned (their declarations: python -m conformance.libraries), --no-deps, into a private
+# directory put first on PYTHONPATH; the machine's own torch, triton, cupy and numpy are used as they are. pytest
+# and hypothesis are pinned as in constraints.txt so that both devices draw the same examples
+# (conformance.core.strategies.stable_draws). A library that is missing turns its cells to `skip`. Each stage runs under a time limit (the whole run aims at
 # GPU_RUN_BUDGET_S, default 570 s); what a stage recorded before its limit is kept.
 #
 # Output in DIR (default reports/cuda-run-<UTC stamp>): records.jsonl (one record per cell), mutants.log,
@@ -21,13 +21,18 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-GPU_RUN_PACKAGES=(
-  "snntorch==1.0.0" "spikingjelly==2.0.0" "norse==1.1.0" "sinabs==3.1.3" "bitorch==0.4.1" "brevitas==0.13.4"
-  "opacus==1.6.0" "nir==1.0.4" "nirtorch==2.0.2" "loguru" "pbr" "dependencies==2.0.1" "opt_einsum" "unfoldNd"
-)
-# pytest and hypothesis as the CPU run pins them (constraints.txt): both devices draw the same examples
-mapfile -t test_pins < <(grep -E '^(pytest|hypothesis)==' constraints.txt)
-GPU_RUN_PACKAGES+=("${test_pins[@]}")
+# The libraries and what they import, pinned, from their declarations (python -m conformance.libraries), and the
+# test tools as constraints.txt pins them. Everything goes in --no-deps; a dependency the machine already imports
+# (its numpy, scipy, matplotlib) is left to the machine.
+gpu_requirements() {
+  python3 -m conformance.libraries requirements --gpu
+  python3 -m conformance.libraries dependencies --gpu | while read -r requirement; do
+    module=${requirement%%[=<>!~]*}
+    python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$module') is not None)" \
+      && echo "$requirement"
+  done
+  grep -E '^(pytest|hypothesis)==' constraints.txt
+}
 stages="matrix,mutants,bench,kernels"
 out="reports/cuda-run-$(date -u +%Y%m%dT%H%M%S)"
 while [ "$#" -gt 0 ]; do
@@ -36,8 +41,10 @@ while [ "$#" -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --download)  # with the GPU machine's Python version (hypothesis ships per-version wheels)
       mkdir -p .whl
-      python3 -m pip download --no-deps --only-binary=:all: -d .whl "${GPU_RUN_PACKAGES[@]/norse==1.1.0/}" \
-        || exit 1
+      mapfile -t wanted < <(python3 -m conformance.libraries requirements --gpu;
+                            python3 -m conformance.libraries dependencies --gpu;
+                            grep -E '^(pytest|hypothesis)==' constraints.txt)
+      python3 -m pip download --no-deps --only-binary=:all: -d .whl "${wanted[@]/norse==1.1.0/}" || exit 1
       # norse 1.1.0 is an sdist only; its version comes from setuptools_scm, which an sdist build cannot read
       python3 -m pip download --no-deps --no-binary=:all: -d /tmp/norse-sdist "norse==1.1.0" && \
         tar -xzf /tmp/norse-sdist/norse-1.1.0.tar.gz -C /tmp/norse-sdist && \
@@ -60,8 +67,11 @@ python3 -c "import torch; assert torch.cuda.is_available(), 'no CUDA device: thi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
 
 site="${GPU_RUN_SITE:-/tmp/conformance-site}"
+mapfile -t GPU_RUN_PACKAGES < <(gpu_requirements)
+echo "gpu-run: installing ${GPU_RUN_PACKAGES[*]}"
 if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl
+  python3 -m pip install -q --no-index --find-links .whl --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$site" "${GPU_RUN_PACKAGES[@]}"
 else
   python3 -m pip install -q --no-deps --no-cache-dir --upgrade --target "$site" "${GPU_RUN_PACKAGES[@]}"
 fi || echo "gpu-run: some libraries failed to install; their cells will skip"

@@ -27,15 +27,19 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 stamp=.venv/.conformance-installed
-wanted=$(cat pyproject.toml constraints.txt scripts/setup.sh scripts/install-libraries.sh \
-         scripts/build_bitorch_engine.py | sha1sum | cut -d' ' -f1)
+# What the installation depends on: these files and the libraries' declarations (readable once the suite is in)
+inputs() {
+  cat pyproject.toml constraints.txt scripts/setup.sh scripts/install-libraries.sh scripts/build_bitorch_engine.py
+  python -m conformance.libraries list 2>/dev/null || true
+}
+wanted=$(inputs | sha1sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
   echo "setup: installing into .venv (first use, or pyproject.toml/constraints.txt/scripts changed); about 3-5 minutes" >&2
   quiet() { { grep --line-buffered -v "is ignored: it is neither a file nor a directory" || true; } >&2; }
   echo "setup: the suite and its test tools: $(grep -vE '^\s*(#|$)' constraints.txt | tr '\n' ' ')" >&2
   with_heartbeat "setup: suite" bash -c 'python -m pip install --quiet -c constraints.txt -e . 2>&1' | quiet
   bash scripts/install-libraries.sh 2>&1 | quiet
-  echo "$wanted" > "$stamp"
+  inputs | sha1sum | cut -d' ' -f1 > "$stamp"
   echo "setup: ready in $(( $(date +%s) - setup_started )) s: $(python -c 'import torch; print("torch", torch.__version__)')" >&2
 fi
 export CONFORMANCE_CACHE_DIR="${CONFORMANCE_CACHE_DIR:-$PWD/.cache}"

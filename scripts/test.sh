@@ -7,7 +7,7 @@ results="reports/results/test-$(date +%Y%m%dT%H%M%S)"
 status=0
 python -m pytest suites -n auto --dist loadgroup --results-dir "$results" --durations=10 "$@" || status=$?
 if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then exit "$status"; fi
-env_name=$(python -c "from conformance.expectations import environment_name; print(environment_name())")
+env_name=$(python -c "from conformance.records.expectations import environment_name; print(environment_name())")
 if [ -f "reports/expected/$env_name.json" ]; then
   partial=""; [ "$#" -gt 0 ] && partial="--partial"
   python -m conformance.expectations check $partial --results "$results" || status=1

@@ -3,7 +3,7 @@ hypothesis profile (CONFORMANCE_PROFILE) with one torch thread per process."""
 
 from hypothesis import settings
 
-from conformance.settings import configure_process, profile_name, register_hypothesis_profiles
+from conformance.core.settings import configure_process, profile_name, register_hypothesis_profiles
 
 pytest_plugins = ["conformance.plugin"]
 

@@ -13,8 +13,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from conformance.subjects.specs import SpecModule
-from conformance.types import Example, Subject
+from conformance.subjects.reference import SpecModule
+from conformance.core.types import Example, Subject
 from reference import neurons, packing, quant, surrogate
 
 

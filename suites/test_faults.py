@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from conformance import registry
 from conformance.plugin import cell_from_nodeid
-from conformance.results import iter_records
-from conformance.settings import UsageError
-from conformance.types import Cell
+from conformance.records.io import iter_records
+from conformance.core.settings import UsageError
+from conformance.core.types import Cell
 
 ROOT = Path(__file__).resolve().parent.parent
 MATRIX = ROOT / "suites" / "test_matrix.py"
@@ -73,8 +73,8 @@ FAULTY = textwrap.dedent('''
     """Subjects of an unreliable library, published through the conformance.subjects entry point."""
     import os, signal, time
 
-    from conformance.subjects.specs import SpecModule
-    from conformance.types import Subject
+    from conformance.subjects.reference import SpecModule
+    from conformance.api import Subject
     from reference import quant
 
     def crash(example):
@@ -171,8 +171,8 @@ def test_the_readme_example_is_isolated_without_xdist(tmp_path):
     tests.mkdir()
     (tests / "test_conformance.py").write_text(textwrap.dedent('''
         from conformance.api import check_cell, parametrize_with_checks
-        from conformance.subjects.specs import SpecModule
-        from conformance.types import Subject
+        from conformance.subjects.reference import SpecModule
+        from conformance.api import Subject
         from reference import quant
         import faultylib
 
@@ -274,7 +274,7 @@ def test_an_unknown_fixed_key_is_rejected_when_declared(tmp_path):
     test_file = tmp_path / "test_typo.py"
     test_file.write_text(textwrap.dedent('''
         from conformance.api import check_cell, parametrize_with_checks
-        from conformance.types import Subject
+        from conformance.api import Subject
 
         TYPO = Subject(id="mylib.Typo", spec="quant.sign_ste", build=lambda e: None, fixed={"zero_valu": 1.0})
 
@@ -322,7 +322,7 @@ def test_terminal_output_of_a_finding_is_escaped(tmp_path):
     test_file = tmp_path / "test_ansi.py"
     test_file.write_text(textwrap.dedent('''
         from conformance.api import check_cell, parametrize_with_checks
-        from conformance.types import Subject
+        from conformance.api import Subject
 
         def build(example):
             raise RuntimeError("\\x1b[2J\\x1b[31mred alert\\x07")

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from conformance import expectations, registry
-from conformance.causes import CheckFailed, classify
-from conformance.checks import compare
-from conformance.results import CellResult, RecordWriter, iter_records, make_record
+from conformance import expectations
+from conformance import registry
+from conformance.core.causes import CheckFailed, classify
+from conformance.checks.compare import compare
+from conformance.records.io import CellResult, RecordWriter, iter_records, make_record
 from conformance.runner import run_cell
-from conformance.tolerance import DEFAULTS, OVERRIDES, tolerance
-from conformance.types import Cell, Example, Known, Subject
+from conformance.core.tolerance import DEFAULTS, OVERRIDES, tolerance
+from conformance.core.types import Cell, Example, Known, Subject
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,18 +86,23 @@ def test_every_tolerance_override_has_a_reason_and_is_used_by_lookup():
 # ------------------------------------------------------------------------------------------------ causes
 
 
-def test_seed_messages_are_classified():
-    seed_000_vmap = RuntimeError(
+def test_reported_messages_are_classified():
+    bitorch_vmap = RuntimeError(  # hpi-xnor/bitorch#4
         "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), it must "
         "override the setup_context staticmethod. For more details, please see "
         "https://pytorch.org/docs/main/notes/extending.func.html")
-    assert classify(seed_000_vmap) == "autograd-function-without-setup_context"
+    assert classify(bitorch_vmap) == "autograd-function-without-setup_context"
     assert classify(KeyError("_layer_implementation")) == "deepcopy-getattr-recursion"
     nonleaf = RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
                            "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
                            "because of a torch.nn.utils.weight_norm usage")
     assert classify(nonleaf) == "deepcopy-non-leaf"
-    assert classify(ValueError("boom"), "pickle") == "pickle-failed"
+    from conformance.core.causes import TransformFailed
+    from conformance.transforms import by_id
+
+    pickle_stage = TransformFailed("pickle", ValueError("boom"))
+    assert classify(pickle_stage, by_id("pickle").stage_causes_of()) == "pickle-failed"  # the transform's own stage
+    assert classify(TransformFailed("build", ValueError("boom"))) == "build-failed"  # a stage every transform has
     assert classify(ValueError("boom")) == "error"
 
 
@@ -137,7 +143,7 @@ def test_a_missing_library_skips_with_the_reason():
 
 
 def test_known_failures_are_strict():
-    from conformance.subjects.specs import SpecModule
+    from conformance.subjects.reference import SpecModule
     from reference import quant
 
     passing = _register(Subject(
@@ -151,7 +157,7 @@ def test_known_failures_are_strict():
 
 
 def test_examples_scale_draws_fewer_examples_on_its_device():
-    from conformance.subjects.specs import SpecModule
+    from conformance.subjects.reference import SpecModule
     from reference import quant
 
     built = []
@@ -174,7 +180,7 @@ def test_cell_examples_ignore_constants_in_loaded_modules(tmp_path, monkeypatch)
     pool): the checked-in expectations must not flip on an unrelated edit."""
     import importlib
 
-    from conformance.subjects.specs import SpecModule
+    from conformance.subjects.reference import SpecModule
     from reference import neurons
 
     seen: list = []
@@ -213,7 +219,7 @@ def test_a_known_failure_for_another_torch_release_neither_applies_nor_is_stale(
 
 def test_a_known_failure_accepts_only_its_causes():
     from conformance.runner import _apply_known
-    from conformance.results import CellResult
+    from conformance.records.io import CellResult
 
     entry = Known(transform="eager", cause="forward-raised", also=("dtype-mismatch",), reason="one finding")
 
@@ -235,7 +241,7 @@ def test_records_survive_a_killed_writer(tmp_path):
     script = textwrap.dedent(f"""
         import os, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from conformance.results import RecordWriter
+        from conformance.records.io import RecordWriter
         writer = RecordWriter({str(tmp_path / 'w.jsonl')!r})
         for i in range(3):
             writer.write({{"schema": 1, "kind": "cell", "subject": "s", "transform": "t", "check": str(i),
@@ -268,7 +274,7 @@ def test_a_dead_worker_is_recorded_as_crash(tmp_path):
     test_file.write_text(textwrap.dedent("""
         import os
         from conformance.api import parametrize_with_checks
-        from conformance.types import Subject
+        from conformance.api import Subject
 
         def build(example):
             os._exit(7)
@@ -297,8 +303,8 @@ def test_two_workers_survive_a_crash_and_a_hang_in_c_and_finish(tmp_path):
     test_file.write_text(textwrap.dedent("""
         import os, signal, time
         from conformance.api import parametrize_with_checks
-        from conformance.subjects.specs import SpecModule
-        from conformance.types import Subject
+        from conformance.subjects.reference import SpecModule
+        from conformance.api import Subject
         from reference import quant
 
         def crash(example):
@@ -342,7 +348,7 @@ def test_recording_overhead_is_small(tmp_path):
     writer = RecordWriter(tmp_path / "bench.jsonl")
     cell = Cell("reference.quant.sign_ste", "eager", "forward_matches_spec")
     subject = registry.subjects()["reference.quant.sign_ste"]
-    from conformance.results import environment
+    from conformance.records.io import environment
 
     env = environment()
     started = time.perf_counter()
@@ -397,7 +403,7 @@ def test_registry_ids_are_stable_coordinates():
 
 def test_graph_breaks_count_a_break_inside_a_loop():
     """A data-dependent branch inside a loop makes dynamo skip the whole frame (gb7000): it must count."""
-    from conformance.transforms import graph_breaks
+    from conformance.transforms.compile import graph_breaks
 
     class LoopBranch(torch.nn.Module):
         def forward(self, x):
@@ -412,9 +418,9 @@ def test_graph_breaks_count_a_break_inside_a_loop():
 
 
 def test_graph_break_slug_has_no_trailing_space():
-    from conformance.causes import _graph_break_reason
+    from conformance.core.causes import graph_break_reason
 
-    slug = _graph_break_reason("Unsupported: " + "word " * 40)
+    slug = graph_break_reason("Unsupported: " + "word " * 40)
     assert slug == slug.strip() and len(slug) <= 80
 
 
@@ -429,7 +435,7 @@ def test_cuda_only_transforms_have_no_cpu_cells():
 
 
 def test_a_gpu_record_is_not_hidden_by_a_later_skip_for_want_of_a_gpu():
-    from conformance.results import NO_DEVICE, latest_by_cell
+    from conformance.records.io import NO_DEVICE, latest_by_cell
 
     base = {"subject": "s", "transform": "eager", "check": "forward_matches_spec", "device": "cuda",
             "dtype": "float32"}
@@ -443,7 +449,7 @@ def test_a_gpu_record_is_not_hidden_by_a_later_skip_for_want_of_a_gpu():
 
 
 def test_scaled_tolerance_is_relative_to_the_largest_output():
-    from conformance.tolerance import Tolerance
+    from conformance.core.tolerance import Tolerance
 
     expected = torch.tensor([100.0, 0.0, -50.0])
     tol = Tolerance(1e-2, 1e-2, "test", scaled=True)
@@ -466,14 +472,14 @@ def test_mixed_precision_gradients_are_judged_against_the_whole_gradient_flow():
     gradient of the module. A gradient off by more than that, or any error under a plain tolerance, still fails."""
     from types import SimpleNamespace
 
-    from conformance.checks import check_preserves_grad
-    from conformance.transforms import Outcome
+    from conformance.checks.preserve import check_preserves_grad
+    from conformance.transforms import TransformRun
 
     ctx = SimpleNamespace(dtype=torch.float32)
-    eager = Outcome(grads={"x": torch.tensor([[0.0060]]), "bias": torch.tensor([0.9, -0.4, 0.3, -0.8])})
+    eager = TransformRun(grads={"x": torch.tensor([[0.0060]]), "bias": torch.tensor([0.9, -0.4, 0.3, -0.8])})
 
-    def outcome(dx: float, dbias=(0.9, -0.4, 0.3, -0.8)) -> Outcome:
-        return Outcome(grads={"x": torch.tensor([[dx]]), "bias": torch.tensor(dbias)}, baseline=eager)
+    def outcome(dx: float, dbias=(0.9, -0.4, 0.3, -0.8)) -> TransformRun:
+        return TransformRun(grads={"x": torch.tensor([[dx]]), "bias": torch.tensor(dbias)}, baseline=eager)
 
     check_preserves_grad(ctx, outcome(0.0049), None, "autocast_bf16")
     for broken in (outcome(0.03), outcome(0.006, (0.45, -0.2, 0.15, -0.4))):  # beyond 2% of 0.9; half the bias grad
@@ -490,8 +496,8 @@ def test_resume_finishes_a_stopped_run_without_running_recorded_cells_again(tmp_
     test_file.write_text(textwrap.dedent("""
         import os
         from conformance.api import parametrize_with_checks
-        from conformance.subjects.specs import SpecModule
-        from conformance.types import Subject
+        from conformance.subjects.reference import SpecModule
+        from conformance.api import Subject
         from reference import quant
 
         def crash(example):
@@ -535,7 +541,7 @@ def test_resume_finishes_a_stopped_run_without_running_recorded_cells_again(tmp_
 
 def test_a_comparison_across_devices_is_not_applicable_without_the_other_device():
     from conformance import registry
-    from conformance.types import Cell, Subject
+    from conformance.core.types import Cell, Subject
 
     spec = registry.specs()["quant.sign_ste"]
     transform = registry.transforms()["cpu_vs_cuda"]

@@ -7,7 +7,7 @@ import torch
 from conformance import registry
 from conformance.checks import CHECKS
 from conformance.runner import run_cell
-from conformance.types import Cell, Subject
+from conformance.core.types import Cell, Subject
 
 from .mutants import MUTANTS
 
@@ -61,7 +61,7 @@ def test_a_global_hook_left_behind_is_removed_before_the_next_cell():
 
 
 def test_a_failed_transform_that_leaves_state_behind_is_recorded_and_undone():
-    from conformance import isolation
+    from conformance.core import isolation
 
     class Raises(torch.nn.Module):
         def forward(self, x):

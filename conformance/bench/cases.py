@@ -19,8 +19,8 @@ from typing import Callable, Iterable, Mapping
 import torch
 
 from .. import registry
-from ..strategies import stable_draws
-from ..types import Example, Spec, Subject
+from ..core.strategies import stable_draws
+from ..core.types import Example, Spec, Subject
 
 MODES = ("forward", "forward+backward")
 PROFILES = ("quick", "full")
@@ -232,7 +232,7 @@ def describe(case: Case) -> dict:
 def draw_small_example(spec: Spec, fixed: Mapping[str, object]) -> Example:
     """A deterministic example of ``spec`` under ``fixed``: of the first few hypothesis draws, the largest (the
     very first draw is the simplest one hypothesis can make, often all zeros). The same in every process and on
-    every commit: see :func:`conformance.strategies.stable_draws`."""
+    every commit: see :func:`conformance.core.strategies.stable_draws`."""
     from hypothesis import HealthCheck, given, settings
 
     found: list[Example] = []
@@ -278,7 +278,7 @@ class Pair:
 def build_pair(case: Case, device: str = "cpu", dtype: torch.dtype = torch.float32) -> Pair:
     """Build both modules on one grown example and return their steps; raises :class:`Skip` with the reason when
     the subject cannot be built or run here (missing library, no CUDA, a failure of its own)."""
-    from ..subjects.specs import SpecModule
+    from ..subjects.reference import SpecModule
     from ..transforms import Context
 
     subject = registry.subjects().get(case.base_subject)

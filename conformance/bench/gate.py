@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
-import tempfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,18 +151,9 @@ def load(path: Path | str) -> dict:
 
 
 def write(path: Path | str, data: dict) -> None:
-    """Write atomically (a temporary file in the same folder, then a rename): readers see the old or the new."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from ..core.fileio import atomic_write
+
+    atomic_write(path, json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n")
 
 
 def without_cases(baseline: dict, case_ids: set[str]) -> dict:

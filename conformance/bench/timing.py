@@ -188,7 +188,7 @@ def peak_memory(step: Callable[[], None], device: str = "cpu") -> int | None:
 
 # --------------------------------------------------------------------------------------------------------- run
 def environment(device: str) -> dict:
-    from ..results import environment as cell_environment
+    from ..records.io import environment as cell_environment
 
     env = dict(cell_environment())
     env["threads"] = torch.get_num_threads()

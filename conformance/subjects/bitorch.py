@@ -22,10 +22,9 @@ from hypothesis import strategies as st
 from torch import nn
 
 from . import load_parameters as _load
-from ..transforms_bdpy import known_failures as bdpy_known
-from ..types import Example, Known, Subject
+from ..core.types import Example, Known, Library, Subject
 
-LIBRARY = "bitorch"
+LIBRARY = Library("bitorch", "bitorch", "0.4.1")
 REQUIRES = ("bitorch",)
 SOURCE = "https://github.com/hpi-xnor/bitorch/blob/v0.4.1/bitorch"
 #: The upstream pull request that reports bitorch's deepcopy and vmap failures, with their tracebacks.
@@ -216,8 +215,8 @@ _CUDA_MODEL_KNOWN: tuple[Known, ...] = (
 
 
 def _subject(name: str, spec: str, build, *, known: tuple[Known, ...] = (), **fields) -> Subject:
-    return Subject(id=f"bitorch.{name}", spec=spec, build=build, library=LIBRARY, requires=REQUIRES,
-                   known=known + bdpy_known(), **fields)
+    return Subject(id=f"bitorch.{name}", spec=spec, build=build, library=LIBRARY.name, requires=REQUIRES,
+                   known=known, **fields)
 
 
 def subjects() -> Iterator[Subject]:

@@ -41,10 +41,11 @@ from hypothesis import strategies as st
 from torch import nn
 
 from . import load_parameters as _load
-from ..transforms_bdpy import known_failures as bdpy_known
-from ..types import Example, Known, Subject
+from ..core.types import Example, Known, Library, Subject
 
-LIBRARY = "bitorch_engine"
+#: No wheel exists: scripts/install-libraries.sh builds its two CPU extensions from the pinned sdist (not on the GPU).
+LIBRARY = Library("bitorch_engine", "bitorch-engine", "0.1.0", gpu=False,
+                  sdist_sha256="b8b39acdc6d958035be0b88456d4812a3c1960e29710e1fd475ee8067894256f")
 REQUIRES = ("bitorch_engine",)
 SOURCE = "https://github.com/hpi-xnor/bitorch-engine/blob/main/bitorch_engine"
 _LINEAR_SRC = f"{SOURCE}/layers/qlinear/binary/cpp"
@@ -127,7 +128,6 @@ def _known(function: str, layer: str, kernel: str) -> tuple[Known, ...]:
               reason=f"torch.export traces with fake tensors, which hold no data; {function}.forward hands them to the "
                      f"pybind11 extension, whose C++ code reads data_ptr() ('The tensor has a non-zero number of "
                      f"elements, but its data is not allocated yet'): the kernel is not registered as a custom op"),
-        *bdpy_known(differentiable=False),
     )
 
 
@@ -137,7 +137,7 @@ _LAYER = dict(input_quant="clipped_ste", threshold=1.0, zero_value=1.0, weight_s
 
 
 def _subject(name: str, spec: str, build, **fields) -> Subject:
-    return Subject(id=f"bitorch_engine.{name}", spec=spec, build=build, library=LIBRARY, requires=REQUIRES,
+    return Subject(id=f"bitorch_engine.{name}", spec=spec, build=build, library=LIBRARY.name, requires=REQUIRES,
                    devices=frozenset({"cpu"}), param_map={"weight": "weight"}, **fields)
 
 

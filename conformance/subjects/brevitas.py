@@ -30,10 +30,11 @@ from hypothesis import strategies as st
 from torch import nn
 
 from . import load_parameters as _load
-from ..transforms_bdpy import POSITIONAL_LINK, TUPLE_OUTPUT_LINK
-from ..types import Example, Known, Subject
+from ..transforms.bdpy import POSITIONAL_LINK, TUPLE_OUTPUT_LINK
+from ..core.types import Example, Known, Library, Subject
 
-LIBRARY = "brevitas"
+LIBRARY = Library("brevitas", "brevitas", "0.13.4",
+                  dependencies=("dependencies==2.0.1", "unfoldNd"))
 REQUIRES = ("brevitas",)
 SOURCE = "https://github.com/Xilinx/brevitas/blob/v0.13.4/src/brevitas"
 
@@ -160,7 +161,7 @@ _VMAP_RENAME_211 = Known(
 
 
 def _subject(name: str, spec: str, build, *, known: tuple[Known, ...] = (), **fields) -> Subject:
-    return Subject(id=f"brevitas.{name}", spec=spec, build=build, library=LIBRARY, requires=REQUIRES,
+    return Subject(id=f"brevitas.{name}", spec=spec, build=build, library=LIBRARY.name, requires=REQUIRES,
                    known=(_VMAP_RENAME_211,) + known + _BDPY, **fields)
 
 

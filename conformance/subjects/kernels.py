@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from torch import nn
 
 from . import load_parameters
-from ..transforms_bdpy import known_failures as bdpy_known
-from ..types import Example, Known, Subject
+from ..core.types import Example, Known, Library, Subject
 
+#: This project's own kernels run in Triton (its interpreter on the CPU); the GPU machine brings its own Triton.
+TRITON = Library("triton", "triton", "3.9.0", gpu=False)
 LIBRARY = "kernels"
 REQUIRES = ("triton",)
 _SRC = "kernels/"
@@ -94,9 +95,9 @@ _FUNCTION = "https://pytorch.org/docs/stable/notes/extending.html#forward-mode-a
 
 
 def _known(*, differentiable: bool = True) -> tuple[Known, ...]:
-    if not differentiable:  # integer words: bdpy's in-place op downstream leaves them alone
+    if not differentiable:  # integer words (bit packing): there is no jvp to ask for
         return ()
-    return bdpy_known() + (Known("jvp", cause="jvp-unsupported", reason=_NO_JVP, link=_FUNCTION),)
+    return (Known("jvp", cause="jvp-unsupported", reason=_NO_JVP, link=_FUNCTION),)
 
 
 #: Inapplicable by design, for every kernel subject.

@@ -24,11 +24,13 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from ..transforms_bdpy import known_failures as bdpy_known, known_stepped as bdpy_stepped
-from ..transforms_bdpy import known_tuple_output as bdpy_tuple_output
-from ..types import Example, Known, Subject
+from ..transforms.bdpy import known_stepped as bdpy_stepped
+from ..transforms.bdpy import known_tuple_output as bdpy_tuple_output
+from ..core.types import Example, Known, Library, Subject
 
-LIBRARY = "norse"
+#: Installed without its declared dependencies: it declares torchvision (a CUDA torch) and imports it only for datasets.
+LIBRARY = Library("norse", "norse", "1.1.0", no_deps=True,
+                  dependencies=("nir==1.0.4", "nirtorch==2.0.2"))
 REQUIRES = ("norse",)
 _SRC = "https://github.com/norse/norse/blob/main/norse/torch"
 
@@ -196,7 +198,7 @@ def _known_triangle() -> tuple[Known, ...]:
 
 
 def subjects() -> Iterator[Subject]:
-    common = dict(library=LIBRARY, requires=REQUIRES)
+    common = dict(library=LIBRARY.name, requires=REQUIRES)
     # lif_feed_forward_step does not detach the reset spike; method "super" ignores alpha (SuperSpike is alpha=1).
     super_fixed = {"surrogate": "fast_sigmoid", "surrogate_alpha": 1.0}
     yield Subject(id="norse.LIFCell", spec="neuron.norse_lif", build=build_lif_cell,
@@ -211,7 +213,7 @@ def subjects() -> Iterator[Subject]:
                   known=(_DTYPE, *_known_compile("lif"), *_known_pickle("LIFParameters"),
                          *_known_state_dict(("preserves_grad",), "lif"), *_known_triangle(),
                          Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py"),
-                         *bdpy_tuple_output(), *bdpy_known()),
+                         *bdpy_tuple_output()),
                   **common)
     yield Subject(id="norse.LIFBoxCell", spec="neuron.norse_lif_box", build=build_lif_box_cell,
                   fixed=super_fixed,
@@ -222,6 +224,6 @@ def subjects() -> Iterator[Subject]:
                   **common)
     # norse's heaviside fires at x > 0 (strict)
     yield Subject(id="norse.threshold[super]", spec="surrogate.fast_sigmoid", build=build_superspike,
-                  fixed={"alpha": 1.0, "strict": True}, known=_known_superspike() + bdpy_known(), **common)
+                  fixed={"alpha": 1.0, "strict": True}, known=_known_superspike(), **common)
     yield Subject(id="norse.threshold[triangle]", spec="surrogate.triangular", build=build_triangle,
-                  fixed={"strict": True}, known=_known_triangle() + bdpy_known(), **common)
+                  fixed={"strict": True}, known=_known_triangle(), **common)

@@ -12,10 +12,11 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from ..transforms_bdpy import known_failures as bdpy_known
-from ..types import Example, Known, Subject
+from ..core.types import Example, Known, Library, Subject
 
-LIBRARY = "sinabs"
+#: Installed without its declared dependencies: it declares samna (hardware tooling) and imports it only for chips.
+LIBRARY = Library("sinabs", "sinabs", "3.1.3", no_deps=True,
+                  dependencies=("matplotlib", "nir==1.0.4", "nirtorch==2.0.2", "pbr"))
 REQUIRES = ("sinabs",)
 _SRC = "https://github.com/synsense/sinabs/blob/develop/sinabs"
 
@@ -194,19 +195,19 @@ _SURROGATE_NOT_APPLICABLE = {
 
 
 def subjects() -> Iterator[Subject]:
-    common = dict(library=LIBRARY, requires=REQUIRES)
+    common = dict(library=LIBRARY.name, requires=REQUIRES)
     batch_major = {"time_dim": 1}
     yield Subject(id="sinabs.IAF", spec="neuron.sinabs_iaf", build=build_iaf, fixed=batch_major,
-                  known=_known_neuron(learnable=False) + bdpy_known(), **common)
+                  known=_known_neuron(learnable=False), **common)
     yield Subject(id="sinabs.IAFSqueeze", spec="neuron.sinabs_iaf", build=build_iaf_squeeze, fixed=batch_major,
-                  known=_known_neuron(learnable=False) + bdpy_known(), **common)
+                  known=_known_neuron(learnable=False), **common)
     yield Subject(id="sinabs.LIF", spec="neuron.sinabs_lif", build=build_lif, fixed=batch_major,
                   param_map={"tau_mem": "layer.tau_mem"},
-                  known=_known_neuron(learnable=True) + bdpy_known(), **common)
+                  known=_known_neuron(learnable=True), **common)
     # SingleSpike fires at v_mem >= threshold
     yield Subject(id="sinabs.SingleSpike[SingleExponential]", spec="surrogate.single_exponential",
-                  build=build_single_exponential, fixed={"strict": False}, known=_known_surrogate() + bdpy_known(),
+                  build=build_single_exponential, fixed={"strict": False}, known=_known_surrogate(),
                   not_applicable=_SURROGATE_NOT_APPLICABLE, **common)
     yield Subject(id="sinabs.SingleSpike[MultiGaussian]", spec="surrogate.multi_gaussian",
-                  build=build_multi_gaussian, fixed={"strict": False}, known=_known_surrogate() + bdpy_known(),
+                  build=build_multi_gaussian, fixed={"strict": False}, known=_known_surrogate(),
                   not_applicable=_SURROGATE_NOT_APPLICABLE, **common)

@@ -28,10 +28,10 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 from torch import nn
 
-from ..transforms_bdpy import known_failures as bdpy_known, known_stepped as bdpy_stepped
-from ..types import Example, Known, Subject
+from ..transforms.bdpy import known_stepped as bdpy_stepped
+from ..core.types import Example, Known, Library, Subject
 
-LIBRARY = "snntorch"
+LIBRARY = Library("snntorch", "snntorch", "1.0.0")
 # The 1.0.0 wheel's surrogate.py and _neurons/{neurons,leaky,synaptic,alpha,lapicque,rleaky,rsynaptic}.py are
 # byte-identical to the v0.9.4 tag (same git blob hashes): links point there, so line anchors stay valid.
 SOURCE = "https://github.com/jeshraghian/snntorch/blob/v0.9.4/snntorch"
@@ -405,7 +405,7 @@ def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_m
     # other surrogates are subjects of their own, and atan alone decides the compile_dynamic cells (see ATAN_DYNAMIC).
     return Subject(id=f"snntorch.{variant}", spec=spec, build=build,
                    fixed={"time_dim": 0, "surrogate": "atan", **fixed},
-                   param_map=dict(param_map or {}), library=LIBRARY, requires=("snntorch",),
+                   param_map=dict(param_map or {}), library=LIBRARY.name, requires=("snntorch",),
                    known=(() if variant == "Leaky[init_hidden]" else (NONE_COMPARE_211,))
                    + known + NEURON_KNOWN + (EXPORT_LEAK,) + (PARAM_KNOWN if param_map else ())
                    # the adapter steps the neuron over time; it returns (spk, mem) unless init_hidden
@@ -414,8 +414,8 @@ def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_m
 
 def _surrogate(name: str, known: tuple[Known, ...] = ()) -> Subject:
     return Subject(id=f"snntorch.surrogate.{SURROGATE_FACTORIES[name][0]}", spec=f"surrogate.{name}",
-                   build=build_surrogate(name), fixed={"strict": True}, library=LIBRARY, requires=("snntorch",),
-                   known=known + _surrogate_known(name) + bdpy_known())
+                   build=build_surrogate(name), fixed={"strict": True}, library=LIBRARY.name, requires=("snntorch",),
+                   known=known + _surrogate_known(name))
 
 
 def subjects() -> Iterator[Subject]:

@@ -14,10 +14,12 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from ..transforms_bdpy import known_failures as bdpy_known, known_stepped as bdpy_stepped
-from ..types import Example, Known, Subject
+from ..transforms.bdpy import known_stepped as bdpy_stepped
+from ..core.types import Example, Known, Library, Subject
 
-LIBRARY = "spikingjelly"
+#: Installed without its declared dependencies: it declares torchvision/torchaudio (a CUDA torch) and imports neither.
+LIBRARY = Library("spikingjelly", "spikingjelly", "2.0.0", no_deps=True,
+                  dependencies=("h5py", "loguru", "matplotlib", "packaging", "scipy", "tqdm"))
 REQUIRES = ("spikingjelly",)
 _SRC = "https://github.com/fangwei123456/spikingjelly/blob/master/spikingjelly/activation_based"
 
@@ -172,10 +174,10 @@ def _known_surrogate() -> tuple[Known, ...]:
 
 
 def subjects() -> Iterator[Subject]:
-    common = dict(library=LIBRARY, requires=REQUIRES)
+    common = dict(library=LIBRARY.name, requires=REQUIRES)
     for step_mode in ("s", "m"):
         # single-step nodes are stepped over time by the adapter (called T times per forward): bdpy pairs by position
-        bdpy = bdpy_stepped(tuple_output=False) if step_mode == "s" else bdpy_known()
+        bdpy = bdpy_stepped(tuple_output=False) if step_mode == "s" else ()
         yield Subject(id=f"spikingjelly.IFNode[{step_mode}]", spec="neuron.sj_if", build=_if_builder(step_mode),
                       known=_known_node(learnable=False) + bdpy, **common)
         yield Subject(id=f"spikingjelly.LIFNode[{step_mode}]", spec="neuron.sj_lif", build=_lif_builder(step_mode),
@@ -188,4 +190,4 @@ def subjects() -> Iterator[Subject]:
         # spikingjelly's heaviside fires at x >= 0
         yield Subject(id=f"spikingjelly.surrogate.{class_name}", spec=f"surrogate.{spec_name}",
                       build=_surrogate_builder(class_name), fixed={"strict": False},
-                      known=_known_surrogate() + bdpy_known(), **common)
+                      known=_known_surrogate(), **common)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from conformance.report import main
+from conformance.report.cli import main
 from suites.report.conftest import record, write
 
 from .test_gate import session

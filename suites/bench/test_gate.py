@@ -21,7 +21,7 @@ import torch
 from conformance import registry
 from conformance.bench import cases, gate, stats, timing
 from conformance.bench.__main__ import main
-from conformance.types import Subject
+from conformance.core.types import Subject
 
 LEVELS = {f"lib{n // 2}.Layer{n // 2}|32x4096|{('forward', 'forward+backward')[n % 2]}": 0.8 + 0.05 * n
           for n in range(20)}

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 
 from conformance import registry
 from conformance.subjects import bitorch_engine as adapters
-from conformance.types import Example
+from conformance.core.types import Example
 from reference import binary
 
 SUBJECTS = [s.id for s in adapters.subjects()]

@@ -10,7 +10,7 @@ import torch
 
 from conformance.subjects import bitorch as bitorch_adapters
 from conformance.subjects import brevitas as brevitas_adapters
-from conformance.types import Example
+from conformance.core.types import Example
 from reference import binary, quant
 
 

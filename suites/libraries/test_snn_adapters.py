@@ -9,7 +9,7 @@ import torch
 from conformance.subjects import norse as norse_subjects
 from conformance.subjects import sinabs as sinabs_subjects
 from conformance.subjects import spikingjelly as sj_subjects
-from conformance.types import Example
+from conformance.core.types import Example
 from reference import neurons, surrogate
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conformance.subjects import snntorch as adapters
-from conformance.types import Example
+from conformance.core.types import Example
 
 snntorch = pytest.importorskip("snntorch")
 
@@ -112,9 +112,9 @@ def test_rsynaptic_rollout_passes_step_shaped_state():
 
 
 def test_known_failures_name_registered_causes_and_evidence():
-    from conformance.causes import CAUSES
+    from conformance.core.causes import CAUSES
 
-    from conformance.transforms_bdpy import SOURCE as BDPY_SOURCE
+    from conformance.transforms.bdpy import SOURCE as BDPY_SOURCE
 
     for subject in adapters.subjects():
         for known in subject.known:

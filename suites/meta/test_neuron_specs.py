@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from conformance.specs_neuron import SPECS
+from conformance.specs.neuron import SPECS
 from reference import neurons as N
 from reference import surrogate as S
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from conformance import strategies as S
+from conformance.core import strategies as S
 from reference import packing
 
 FAST = settings(max_examples=25, deadline=None)

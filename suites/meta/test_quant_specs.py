@@ -1,7 +1,7 @@
 """The quantizer and binary-layer specs against closed forms written here, independently of reference/.
 
 Gradients are compared with the closed-form STE/surrogate formulas, never with finite differences. The last
-section runs every spec of ``conformance.specs_quant`` through the transforms (vmap, grad, jvp, compile,
+section runs every spec of ``conformance.specs.quant`` through the transforms (vmap, grad, jvp, compile,
 export) and draws its examples in float64, float32 and bfloat16.
 """
 
@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
-from conformance import strategies as S
-from conformance.specs_quant import SPECS
+from conformance.core import strategies as S
+from conformance.specs.quant import SPECS
 from reference import binary, quant
 
 FAST = settings(max_examples=25, deadline=None)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from conformance.specs_neuron import SPECS, surrogate_kinks
+from conformance.specs.neuron import SPECS, surrogate_kinks
 from reference import surrogate as S
 
 SURROGATE_SPECS = {spec.id.split(".", 1)[1]: spec for spec in SPECS if spec.family == "surrogate"}

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.results import CellResult, RecordWriter, make_record
-from conformance.types import Cell
+from conformance import registry
+from conformance.core.types import Cell
+from conformance.records.io import CellResult, RecordWriter, make_record, write_suite_file
 
 ENV = {"python": "3.11.9", "torch": "2.13.0+cpu", "platform": "linux-x86_64", "cpu": "x86_64", "device_name": "cpu",
        "cuda": None, "suite_sha": "abc123def456", "libraries": {"torch": "2.13.0", "snntorch": "0.9.1"},
@@ -31,11 +32,14 @@ def record(subject: str, transform: str, check: str, outcome: str, *, device: st
     return rec
 
 
-def write(path: Path, records) -> Path:
+def write(path: Path, records, *, suite: bool = True) -> Path:
+    """Records into ``path``, and (as every run does) the suite's description beside them."""
     writer = RecordWriter(path)
     for rec in records:
         writer.write(rec)
     writer.close()
+    if suite:
+        write_suite_file(path.parent, registry.suite_description())
     return path
 
 

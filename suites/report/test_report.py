@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from conformance import report, report_data
-from conformance.report import atomic_write, main
-from conformance.report_data import WORST_FIRST, aggregate, diff, load, worst
+from conformance.report import cli as report, data as report_data
+from conformance.core.fileio import atomic_write
+from conformance.report.cli import main
+from conformance.report.data import WORST_FIRST, aggregate, diff, load, worst
 
 from .conftest import read_json, record, synthetic, write
 
@@ -217,7 +218,7 @@ def test_recorded_strings_cannot_inject_markup(write_records, out_dir):
 
 
 def test_state_a_transform_left_in_the_process_is_shown_with_the_cell_escaped(write_records, out_dir, tmp_path):
-    from conformance import libdocs
+    from conformance.report import libdocs
 
     hook = "global hook left installed in torch.nn.modules.module._global_forward_hooks: <lambda>"
     results = write_records([

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.report import main
+from conformance.report.cli import main
 
 from .conftest import record, write
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance import expectations, report
-from conformance.report import main
-from conformance.results import NO_DEVICE
+from conformance import expectations
+from conformance.report import cli as report
+from conformance.report.cli import main
+from conformance.records.io import NO_DEVICE
 
 from .conftest import ENV, read_json, record, write
 

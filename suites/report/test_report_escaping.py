@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance import expectations, libdocs, report_html
-from conformance.report import main
-from conformance.report_escape import md_code, md_text
+from conformance import expectations
+from conformance.report import libdocs, html as report_html
+from conformance.report.cli import main
+from conformance.core.escape import md_code, md_text
 
 from .conftest import record, write
 
@@ -185,5 +186,5 @@ def test_markdown_escaping_round_trips_through_a_table_cell(text):
 
 
 def test_checked_in_library_pages_have_safe_names():
-    pages = sorted(Path(libdocs.__file__).resolve().parents[1].joinpath("docs", "libraries").glob("*.md"))
+    pages = sorted(Path(__file__).resolve().parents[2].joinpath("docs", "libraries").glob("*.md"))
     assert pages and all(libdocs.page_name(p.stem) == p.name for p in pages)

@@ -18,8 +18,8 @@ from .conftest import synthetic
 ROOT = Path(__file__).resolve().parents[2]
 MEASURE = textwrap.dedent("""
     import json, sys
-    import conformance.report as report
-    from conformance.report_data import load
+    import conformance.report.cli as report
+    from conformance.report.data import load
     def status_kib(field):
         with open("/proc/self/status") as status:
             return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
@@ -91,7 +91,7 @@ def test_a_huge_field_is_capped_when_loaded(tmp_path):
     print(f"{path.stat().st_size / 1e6:.0f} MB of free text in one line -> {sizes}; peak "
           f"{rendered['peak_bytes'] / 1e6:.0f} MB")
     assert all(size < 300_000 for size in sizes.values()), sizes
-    # the one line and its parsed fields are in memory together while it is read (conformance.results)
+    # the one line and its parsed fields are in memory together while it is read (conformance.records.io)
     assert rendered["peak_bytes"] < 3 * path.stat().st_size
     check = json.loads((tmp_path / "out" / "matrix.json").read_text())["checks"][0]
     assert check["message"].startswith("x" * 4000) and "more characters cut when loaded" in check["message"]

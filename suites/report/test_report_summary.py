@@ -8,9 +8,9 @@ import json
 import re
 
 from conformance.checks import CHECKS
-from conformance.report import main
-from conformance.report_data import build_model, describe, diff, load
-from conformance.report_markdown import DIFF_LISTS, SUMMARY_TABLE_ROWS, render_summary
+from conformance.report.cli import main
+from conformance.report.data import build_model, describe, diff, load
+from conformance.report.markdown import DIFF_LISTS, SUMMARY_TABLE_ROWS, render_summary
 from conformance.transforms import TRANSFORMS
 
 from .conftest import read_json, record, write
@@ -89,7 +89,7 @@ def test_transforms_and_checks_are_explained_from_their_definitions(tmp_path):
     docs = read_json(out / "matrix.json")["descriptions"]
     by_id = {t.id: t for t in TRANSFORMS}
     assert docs["transforms"]["vmap"] == describe(by_id["vmap"].fn.__doc__)
-    assert docs["checks"]["preserves_forward"] == describe(CHECKS["preserves_forward"].__doc__)
+    assert docs["checks"]["preserves_forward"] == describe(CHECKS["preserves_forward"].fn.__doc__)
     assert docs["transforms"]["mystery"] == "" and docs["checks"]["odd_check"] == ""
     html = (out / "matrix.html").read_text()
     section = re.search(r'<section id="definitions">.*?</section>', html, re.S).group(0)
@@ -102,7 +102,7 @@ def test_transforms_and_checks_are_explained_from_their_definitions(tmp_path):
 
 
 def test_every_transform_and_check_of_the_suite_has_a_one_line_description():
-    for name, doc in [(t.id, t.fn.__doc__) for t in TRANSFORMS] + [(n, f.__doc__) for n, f in CHECKS.items()]:
+    for name, doc in [(t.id, t.fn.__doc__) for t in TRANSFORMS] + [(n, c.fn.__doc__) for n, c in CHECKS.items()]:
         line = describe(doc)
         assert 20 < len(line) < 300 and "\n" not in line, (name, line)
         assert line.endswith((".", ")")), (name, line)  # a whole sentence, not a docstring's first line cut short

@@ -33,15 +33,13 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from . import expectations
-# atomic_write is re-exported for conformance.bench.gate, which imports it from here (until it imports fileio).
-from .fileio import atomic_write, atomic_write_many  # noqa: F401
-from .report_data import (JSON_SCHEMA_VERSION, Loaded, build_model, diff, in_environment, left_out_note, load,
-                          load_baseline, load_bench, matrix_json, parse_environment, versions_note)
-from .report_escape import terminal_text
-from .report_html import render_chunks
-from .report_markdown import diff_summary, render_diff_markdown, render_markdown, render_summary
-from .results import DEFAULT_DIR
+from ..records import expectations
+from ..core.fileio import atomic_write_many
+from .data import JSON_SCHEMA_VERSION, Loaded, build_model, diff, in_environment, left_out_note, load, load_baseline, load_bench, matrix_json, parse_environment, versions_note
+from ..core.escape import terminal_text
+from .html import render_chunks
+from .markdown import diff_summary, render_diff_markdown, render_markdown, render_summary
+from ..records.io import DEFAULT_DIR
 
 DEFAULT_OUT = Path("reports")
 DEFAULT_RUN = ("{python} -m pytest suites/test_matrix.py -n auto --dist loadgroup -p no:cacheprovider -q "
@@ -300,7 +298,3 @@ def expectations_text(loaded: Loaded, env: str) -> str:
         wanted = parse_environment(env)
         cells = [r for r in loaded.rows if in_environment(r["env"], wanted)]
     return expectations.dumps(expectations.dump(cells, env))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Per-library pages generated from the records: what works, what fails and why, how to reproduce each failure.
 
-``python -m conformance.libdocs --results reports/results --out docs/libraries`` writes ``<library>.md`` for every
+``python -m conformance.report.libdocs --results reports/results --out docs/libraries`` writes ``<library>.md`` for every
 library in the records (the report reads records only; nothing is re-derived).
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from .fileio import atomic_write
-from .report_data import LEFT_BEHIND, left_behind, load
-from .report_escape import md_code, md_fence, md_text, md_url, terminal_text
+from ..core.fileio import atomic_write
+from .data import LEFT_BEHIND, left_behind, load
+from ..core.escape import md_code, md_fence, md_text, md_url, terminal_text
 
 FAILING = ("fail", "xfail", "xpass", "crash", "timeout")
 #: Libraries under test as transforms rather than subjects: their page gathers the cells of their transforms.
@@ -36,7 +36,7 @@ def render(library: str, records: list) -> str:
     torch_versions = sorted({str(r["env"].get("torch", "?")) for r in records if r.get("env")})
     lines = [f"# {md_text(library)}", "",
              f"Generated from {len(records)} recorded cells ({md_text(library)} {md_text(', '.join(versions))}; "
-             f"torch {md_text(', '.join(torch_versions))}). Regenerate: `python -m conformance.libdocs`.", ""]
+             f"torch {md_text(', '.join(torch_versions))}). Regenerate: `python -m conformance.report.libdocs`.", ""]
     by_subject: dict[str, list] = defaultdict(list)
     for r in records:
         by_subject[r["subject"]].append(r)
@@ -94,7 +94,7 @@ def _own_message(row) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.libdocs", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m conformance.report.libdocs", description=__doc__)
     parser.add_argument("--results", nargs="+", default=["reports/results"])
     parser.add_argument("--out", default="docs/libraries")
     args = parser.parse_args(argv)

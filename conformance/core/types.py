@@ -4,6 +4,7 @@ Spec      what an op or neuron must compute (a pure function in ``reference/``) 
 Example   one drawn input: the tensor ``x``, the learnable tensors ``params`` and the plain ``hyper``.
 Subject   one implementation under test: a factory that builds a fresh ``nn.Module`` for an Example.
 Known     one known failure: which cells it covers, why, and the evidence.
+Library   one library under test (or that a transform drives): its name, pinned release and how it is installed.
 """
 
 from __future__ import annotations
@@ -156,3 +157,33 @@ class Cell:
 
 
 OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip", "crash", "timeout")
+
+
+@dataclass(frozen=True)
+class Library:
+    """A library the suite tests or drives, declared once (in its adapter or transform module): the set-up installs
+    it from this (``python -m conformance.libraries``), records name its installed version.
+
+    name:         the ``library`` of its subjects, which is also the module it imports as.
+    distribution: its name on the package index.
+    version:      the pinned release.
+    no_deps:      installed without its declared dependencies (they would pull torchvision/torchaudio or hardware
+                  tooling); ``dependencies`` lists what it really imports.
+    dependencies: requirements to install beside it whenever it is installed without its own (on the CPU when
+                  ``no_deps``, always on the GPU machine, which installs every library without dependencies).
+    sdist_sha256: built from its source distribution by the set-up's script of that name instead of installed
+                  (no wheel exists); the hash pins the archive.
+    gpu:          installed by ``scripts/gpu-run.sh`` (False where the GPU image cannot run it).
+    """
+
+    name: str
+    distribution: str
+    version: str
+    no_deps: bool = False
+    dependencies: tuple[str, ...] = ()
+    sdist_sha256: str | None = None
+    gpu: bool = True
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.distribution}=={self.version}"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from conformance import strategies as S
-from conformance.types import Example, Spec
+from conformance.core import strategies as S
+from conformance.core.types import Example, Spec
 from reference import binary, packing, quant
 
 _FAR = 0.02  # distance kept from nonzero decision points (bfloat16 spacing near 1 is 2^-7)
@@ -334,7 +334,7 @@ def _input_edges(hyper) -> tuple:
 def _seeded_tensors(draw, shape: tuple, *, away_from: tuple = (), eps: float = _FAR, salt: int = 0) -> torch.Tensor:
     """Uniform float64 values in [-4, 4] from one drawn seed, each within ``eps`` of a point of ``away_from`` moved to
     ``eps`` from it (on its own side). For layers whose widths are multiples of 32 (bit-packing kernels):
-    :func:`conformance.strategies.tensors` draws every element through a filter and drops the whole example when one
+    :func:`conformance.core.strategies.tensors` draws every element through a filter and drops the whole example when one
     element keeps failing, so hypothesis almost never completes a tensor of a few hundred elements (a 32-channel
     3x3 conv) and such subjects would be judged on 1x1 convolutions only. Shrinks towards seed 0, not per element.
     ``salt`` tells the tensors of one example apart: hypothesis often draws the same seed twice (0 first of all), and

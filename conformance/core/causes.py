@@ -8,6 +8,7 @@ raw message always stays attached to the record.
 from __future__ import annotations
 
 import re
+from typing import Mapping
 
 #: cause -> one-line explanation shown in the report legend.
 CAUSES: dict[str, str] = {
@@ -26,7 +27,6 @@ CAUSES: dict[str, str] = {
     "hook-graph-cut": "a tensor captured by a forward hook is cut from the autograd graph",
     "inplace-modified-saved-tensor": "an in-place op downstream modified a tensor autograd saved for backward",
     "graph-break": "torch.compile broke the graph (fullgraph=True fails)",
-    "recompile": "torch.compile recompiled for an input it had already seen",
     "autograd-function-without-setup_context": "a custom autograd.Function lacks setup_context, required by torch.func",
     "autograd-function-no-vmap-rule": "a custom autograd.Function has no vmap rule (generate_vmap_rule or vmap staticmethod)",
     "autograd-function-no-jvp": "a custom autograd.Function defines no jvp (forward-mode AD)",
@@ -44,8 +44,6 @@ CAUSES: dict[str, str] = {
     "jit-unsupported": "TorchScript could not script/trace the module",
     "export-failed": "torch.export raised",
     "compile-failed": "torch.compile raised (not a graph break)",
-    "cuda-failed": "moving to or running on CUDA raised",
-    "dtype-unsupported": "running in the dtype raised",
     "build-failed": "the subject could not be built for a drawn example",
     "forward-raised": "the forward pass raised",
     "backward-raised": "the backward pass raised",
@@ -62,7 +60,7 @@ class CheckFailed(AssertionError):
     def __init__(self, cause: str, message: str, *, max_abs_err: float | None = None,
                  max_rel_err: float | None = None, atol: float | None = None, rtol: float | None = None):
         if cause not in CAUSES and not cause.startswith("graph-break:"):
-            raise ValueError(f"unknown cause {cause!r}; add it to conformance.causes.CAUSES")
+            raise ValueError(f"unknown cause {cause!r}; add it to conformance.core.causes.CAUSES")
         super().__init__(f"[{cause}] {message}")
         self.cause = cause
         self.message = message
@@ -79,7 +77,7 @@ class TransformFailed(Exception):
         super().__init__(f"{stage}: {type(error).__name__}: {error}")
         self.stage = stage
         self.error = error
-        self.process_leaks: list[str] = []  # process-wide state it left behind (conformance.isolation)
+        self.process_leaks: list[str] = []  # process-wide state it left behind (conformance.core.isolation)
 
 
 # (pattern over "ExceptionType: message", cause), first match wins.
@@ -104,36 +102,27 @@ _RULES: list[tuple[re.Pattern, str]] = [
      "jit-unsupported"),
 ]
 
-# Fallback cause by the stage that raised, when no rule matched.
-_STAGE_CAUSE = {
-    "build": "build-failed", "forward": "forward-raised", "backward": "backward-raised",
-    "deepcopy": "deepcopy-failed", "deepcopy_used": "deepcopy-failed",
-    "pickle": "pickle-failed", "pickle_used": "pickle-failed",
-    "state_dict": "state-dict-mismatch", "functional_call": "functional-call-failed",
-    "vmap": "vmap-unsupported", "grad": "functional-call-failed", "per_sample_grad": "per-sample-grad-failed",
-    "opacus_hooks": "opacus-failed", "opacus_functorch": "opacus-failed", "jvp": "jvp-unsupported",
-    "jit_script": "jit-unsupported", "jit_trace": "jit-unsupported", "export": "export-failed",
-    "cuda": "cuda-failed", "to_cuda": "cuda-failed", "float64": "dtype-unsupported", "bfloat16": "dtype-unsupported",
-}
+#: The cause of a failure in one of the generic stages every transform has, when no rule names it; a transform
+#: declares the causes of its own stages (``Transform.failure_cause``, ``Transform.stage_causes``).
+GENERIC_STAGE_CAUSES = {"build": "build-failed", "forward": "forward-raised", "backward": "backward-raised"}
 
 
-def classify(error: BaseException, stage: str | None = None) -> str:
-    """The cause of an exception raised inside a cell."""
+def classify(error: BaseException, stage_causes: Mapping[str, str] | None = None, *, stage: str | None = None) -> str:
+    """The cause of an exception raised inside a cell: a check's own cause, a rule over the message, else the cause
+    of the stage that raised (``stage_causes``, then the generic stages), else ``error``."""
     if isinstance(error, CheckFailed):
         return error.cause
     if isinstance(error, TransformFailed):
-        return classify(error.error, error.stage)
+        return classify(error.error, stage_causes, stage=error.stage)
     text = _flatten(error)
     for pattern, cause in _RULES:
         if pattern.search(text):
             if cause == "graph-break":
-                return "graph-break:" + _graph_break_reason(text)
+                return "graph-break:" + graph_break_reason(text)
             if cause == "jit-unsupported" and stage not in (None, "jit_script", "jit_trace"):
                 continue
             return cause
-    if stage and stage.startswith("compile"):
-        return "compile-failed"
-    return _STAGE_CAUSE.get(stage or "", "error")
+    return {**GENERIC_STAGE_CAUSES, **(stage_causes or {})}.get(stage or "", "error")
 
 
 def _flatten(error: BaseException) -> str:
@@ -146,7 +135,7 @@ def _flatten(error: BaseException) -> str:
     return "\n".join(parts)
 
 
-def _graph_break_reason(text: str) -> str:
+def graph_break_reason(text: str) -> str:
     """A short, stable reason slug from dynamo's message (the full message stays in the record)."""
     for pattern in (r"Explanation: ([^\n]+)", r"Unsupported: ([^\n]+)", r"graph break[^:]*: ([^\n]+)"):
         found = re.search(pattern, text)

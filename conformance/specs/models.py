@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from conformance import strategies as cs
-from conformance.types import Example, Spec
+from conformance.core import strategies as cs
+from conformance.core.types import Example, Spec
 
 
 def image_examples(**fixed):

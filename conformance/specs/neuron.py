@@ -19,8 +19,8 @@ from typing import Any, Callable, Mapping
 import torch
 from hypothesis import strategies as st
 
-from conformance import strategies as cs
-from conformance.types import Example, Spec
+from conformance.core import strategies as cs
+from conformance.core.types import Example, Spec
 from reference import neurons as N
 from reference import surrogate as S
 

@@ -1,6 +1,6 @@
 """The report's Markdown: matrix.md (every cell), diff.md (every change against a baseline) and summary.md (pass
 rates and changes, sized for a pull-request comment). Every string from a record, an exception or a library goes
-through :mod:`conformance.report_escape` (``md_text``, ``md_code``, ``md_url``).
+through :mod:`conformance.core.escape` (``md_text``, ``md_code``, ``md_url``).
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from .report_data import WORST_FIRST, Diff, Loaded, aggregate, error_size, group, left_out_note, transform_sort_key
-from .report_escape import md_code, md_text, md_url
-from .report_html import MEANING, SYMBOLS
+from .data import WORST_FIRST, Diff, Loaded, aggregate, error_size, group, left_out_note
+from ..core.escape import md_code, md_text, md_url
+from .html import MEANING, SYMBOLS
 
 #: GitHub refuses a comment longer than 65,536 characters; summary.md stays under this many UTF-8 bytes (never
 #: fewer bytes than characters), leaving room for a line a workflow may add around it.
@@ -62,7 +62,7 @@ def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -
                 for p in model["problems"][:200]]
         out.append("")
     for (device,), device_rows in sorted(group(rows, "device").items()):
-        transforms = sorted({r["transform"] for r in device_rows}, key=transform_sort_key)
+        transforms = sorted({r["transform"] for r in device_rows}, key=loaded.transform_key)
         cells = group(device_rows, "subject", "transform")
         table = []
         for subject in model["subjects"]:

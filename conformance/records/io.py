@@ -3,16 +3,8 @@
 A killed run loses nothing already written; a truncated last line is reported by the reader and skipped.
 Any number of files (workers, machines, devices, torch versions) are read together and merged.
 
-Record schema (``"schema": 1``), every key always present:
-    schema, kind ("cell"), run, cell (the stable id), subject, library, spec, transform, check, device, dtype,
-    outcome (one of types.OUTCOMES), cause (str or null), message (str), max_abs_err, max_rel_err (float or
-    null), atol, rtol (float or null), tie_excluded (int: elements excused by the tie rule), example (str or
-    null: the minimal failing example), reproduce (str), known (null or {"reason", "link", "cause"}),
-    duration_s (float), started (ISO-8601 UTC), env ({python, torch, platform, device_name, cuda, suite_sha,
-    libraries: {dist: version}, hypothesis_profile, suite_time (ISO-8601 UTC of the suite's commit, or null),
-    suite_version (the installed distribution's version)}); optional: library_version (the subject's library),
-    extra (dict).
-Free text (message, example, known reason) is capped at ``TEXT_CAP`` characters where it is recorded.
+The record's fields and their types: :mod:`conformance.records.schema`. Free text (message, example, known reason)
+is capped at ``TEXT_CAP`` characters where it is recorded.
 """
 
 from __future__ import annotations
@@ -28,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-SCHEMA = 1
+from .. import SUITE_ROOT
+from .schema import VERSION, Record, invalid
+
 #: The longest free text a record keeps (a library's error message can be megabytes).
 TEXT_CAP = 4000
-REQUIRED = ("subject", "transform", "check", "device", "dtype", "outcome")
 DEFAULT_DIR = Path("reports") / "results"
 
 
@@ -60,12 +53,12 @@ def capped(text: str | None, limit: int = TEXT_CAP) -> str | None:
     return text[:limit] + f"... [{len(text) - limit} more characters cut]"
 
 
-def make_record(*, run: str, cell, subject, result: CellResult, reproduce: str, env: dict) -> dict:
+def make_record(*, run: str, cell, subject, result: CellResult, reproduce: str, env: dict) -> Record:
     known = None if result.known is None else {k: capped(v) if isinstance(v, str) else v
                                                 for k, v in result.known.items()}
     library = subject.library if subject is not None else "unknown"
     return {
-        "schema": SCHEMA,
+        "schema": VERSION,
         "kind": "cell",
         "run": run,
         "cell": cell.id,
@@ -164,30 +157,13 @@ def _records_of(handle, path: Path, problems: list[Problem]) -> Iterator[dict]:
             except json.JSONDecodeError as exc:
                 problems.append(Problem(str(path), number, f"not JSON ({exc.msg}); truncated write?"))
                 continue
-            reason = _invalid(record)
+            reason = invalid(record)
             if reason:
                 problems.append(Problem(str(path), number, reason))
                 continue
             yield record
     except (EOFError, OSError) as exc:  # a truncated or corrupt .gz: keep what was read
         problems.append(Problem(str(path), number + 1, f"cannot read further: {exc}"))
-
-
-def _invalid(record: Any) -> str | None:
-    if not isinstance(record, dict):
-        return "not a JSON object"
-    if record.get("kind", "cell") != "cell":
-        return f"foreign record kind {record.get('kind')!r}"
-    if record.get("schema") != SCHEMA:
-        return f"unknown schema {record.get('schema')!r} (expected {SCHEMA})"
-    missing = [k for k in REQUIRED if not isinstance(record.get(k), str)]
-    if missing:
-        return f"missing or non-string field(s) {missing}"
-    from .types import OUTCOMES
-
-    if record["outcome"] not in OUTCOMES:
-        return f"unknown outcome {record['outcome']!r}"
-    return None
 
 
 def _expand(paths: Iterable[Path | str]) -> Iterator[Path]:
@@ -197,6 +173,43 @@ def _expand(paths: Iterable[Path | str]) -> Iterator[Path]:
             yield from sorted([*path.rglob("*.jsonl"), *path.rglob("*.jsonl.gz")])
         else:
             yield path
+
+
+#: The suite's description, written beside the records of a run: the transforms in table order and one docstring per
+#: transform and check, so the report orders and explains its columns from what was recorded, without the framework.
+SUITE_FILE = "suite.json"
+
+
+def write_suite_file(directory: Path, description: dict) -> None:
+    """Write ``description`` ({"transforms": [{"id", "doc"}], "checks": {name: doc}}) beside a run's records."""
+    from ..core.fileio import atomic_write
+
+    atomic_write(Path(directory) / SUITE_FILE, json.dumps({"kind": "conformance.suite", "schema": VERSION,
+                                                         **description}, sort_keys=True) + "\n")
+
+
+def read_suite_files(paths: Iterable[Path | str]) -> dict:
+    """The suite descriptions found under ``paths``, merged (the most recently written first): {"order":
+    {transform: position}, "transforms": {transform: doc}, "checks": {check: doc}}; empty where none is found."""
+    found = []
+    for path in map(Path, paths):
+        candidates = [path / SUITE_FILE, *path.rglob(f"*/{SUITE_FILE}")] if path.is_dir() else \
+            [path.parent / SUITE_FILE]
+        found += [c for c in candidates if c.is_file()]
+    merged: dict = {"order": {}, "transforms": {}, "checks": {}}
+    for candidate in sorted(set(found), key=lambda c: c.stat().st_mtime, reverse=True):
+        try:
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+            transforms = [(str(t["id"]), str(t.get("doc") or "")) for t in data["transforms"]]
+            checks = {str(k): str(v or "") for k, v in dict(data["checks"]).items()}
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a suite description: the columns fall back to names
+        for name, doc in transforms:
+            merged["order"].setdefault(name, len(merged["order"]))
+            merged["transforms"].setdefault(name, doc)
+        for name, doc in checks.items():
+            merged["checks"].setdefault(name, doc)
+    return merged
 
 
 def cell_key(record: dict) -> str:
@@ -240,8 +253,8 @@ def library_version(name: str) -> str | None:
 
 
 _ENV_CACHE: dict | None = None
-LIBRARIES = ("torch", "snntorch", "spikingjelly", "norse", "sinabs", "bitorch", "bitorch_engine", "brevitas", "opacus",
-             "bdpy", "hypothesis", "triton")
+#: The suite's own tools whose versions every record names, besides the declared libraries.
+TOOLS = ("torch", "hypothesis")
 
 
 def environment() -> dict:
@@ -252,8 +265,10 @@ def environment() -> dict:
 
         import torch
 
+        from ..libraries import distributions
+
         libraries = {}
-        for dist in LIBRARIES:
+        for dist in (*TOOLS, *distributions()):
             try:
                 libraries[dist] = md.version(dist)
             except md.PackageNotFoundError:
@@ -277,7 +292,7 @@ def environment() -> dict:
 
 def _git(arguments: list[str], *, dirty: bool = False) -> str | None:
     """A fact about the suite's own git checkout (None where it is installed without one)."""
-    root = Path(__file__).resolve().parent.parent
+    root = SUITE_ROOT
     if not (root / ".git").exists():
         return None
     try:

@@ -7,8 +7,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 from torch import nn
 
-from ..transforms_bdpy import known_failures as bdpy_known
-from ..types import Example, Subject
+from ..core.types import Example, Subject
 
 #: Cells inapplicable to every spec subject, by design.
 SPEC_NOT_APPLICABLE = {
@@ -79,9 +78,7 @@ def spec_subject(spec, *, prefix: str = "reference") -> Subject:
         param_map={name: name for name in params},
         library="reference",
         not_applicable={**SPEC_NOT_APPLICABLE, **SPEC_NOT_APPLICABLE_ONE.get(spec.id, {})},
-        # bdpy's capture by reference meets the in-place op after every floating-point output; the one spec without a
-        # gradient, bit packing, returns integer words, which the in-place op leaves alone
-        known=SPEC_KNOWN.get(spec.id, ()) + (bdpy_known() if spec.differentiable else ()),
+        known=SPEC_KNOWN.get(spec.id, ()),
     )
 
 

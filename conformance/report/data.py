@@ -1,7 +1,7 @@
 """The report's data side: read recorded cells, merge runs, aggregate, diff against a baseline.
 
-Everything here works on the records written by :mod:`conformance.results`; no outcome is re-derived, the
-recorded ``outcome`` and ``cause`` are counted as they are. The renderers (:mod:`conformance.report_html`,
+Everything here works on the records written by :mod:`conformance.records.io`; no outcome is re-derived, the
+recorded ``outcome`` and ``cause`` are counted as they are. The renderers (:mod:`conformance.report.html`,
 :mod:`conformance.report`) only format what :func:`build_model` returns.
 
 Aggregation of one matrix cell (all checks, and dtypes/devices when those are not fixed, of one
@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .results import NO_DEVICE, Problem, cell_key, iter_records
+from ..records.io import NO_DEVICE, Problem, cell_key, iter_records, read_suite_files
 
 #: Version of matrix.json's layout (bump on an incompatible change).
 JSON_SCHEMA_VERSION = 1
@@ -34,11 +34,6 @@ GOOD = frozenset({"pass", "xfail"})
 #: Runs older than this are marked stale in the report.
 STALE_AFTER_S = 7 * 24 * 3600
 
-# Canonical column order for the transforms this project defines; anything else follows alphabetically.
-_TRANSFORM_ORDER = ("eager", "deepcopy", "deepcopy_used", "pickle", "pickle_used", "state_dict", "state_dict_used",
-                    "functional_call", "vmap", "grad", "per_sample_grad", "opacus", "jvp", "compile", "jit_script",
-                    "jit_trace", "export", "forward_hooks", "hooks", "bdpy", "checkpoint", "cpu_vs_cuda", "cuda",
-                    "to_cuda", "device", "autocast", "float64", "bfloat16", "dtype")
 _OPTIONAL_NUM = ("max_abs_err", "max_rel_err", "atol", "rtol", "duration_s")
 #: The longest free text (message, example, known reason, ...) kept from a record when it is loaded.
 TEXT_CAP = 4000
@@ -60,15 +55,6 @@ def worst(outcomes: Iterable[str]) -> str:
 def natural_key(name: str) -> tuple:
     """``Layer2`` before ``Layer10``."""
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
-
-
-@functools.lru_cache(maxsize=None)
-def transform_sort_key(name: str) -> tuple:
-    for i, prefix in enumerate(_TRANSFORM_ORDER):
-        if name == prefix or name.startswith(prefix + "_") or name.startswith(prefix + "[") \
-                or name.startswith(prefix + ":") or name.startswith(prefix + "-"):
-            return (i, name)
-    return (len(_TRANSFORM_ORDER), name)
 
 
 # ------------------------------------------------------------------------------------------------------ loading
@@ -158,7 +144,7 @@ LEFT_BEHIND = "left behind in the worker process (undone before the next cell): 
 
 
 def left_behind(record) -> list[str]:
-    """What the cell's transform left in process-wide state (conformance.isolation), as recorded."""
+    """What the cell's transform left in process-wide state (conformance.core.isolation), as recorded."""
     if isinstance(record, Row):
         return list(record.left_behind or ())
     extra = record.get("extra")
@@ -232,10 +218,20 @@ class Loaded:
     environment: str | None = None
     env_cells: dict[str, dict] | None = None
     left_out: dict[str, int] = field(default_factory=dict)
+    #: the suite's description recorded beside the records (records.io.read_suite_files): column order, docs
+    suite: dict = field(default_factory=lambda: {"order": {}, "transforms": {}, "checks": {}})
 
     @property
     def mixed_versions(self) -> bool:
         return len(self.suite_versions) > 1
+
+    def transform_key(self, name: str) -> tuple:
+        return transform_position(self.suite["order"], name)
+
+
+def transform_position(order: dict[str, int], name: str) -> tuple:
+    """Columns in the order of the transform table; a transform the suite's description does not know after them."""
+    return (order.get(name, len(order)), name)
 
 
 class _CappedProblems(list):
@@ -350,8 +346,8 @@ def normalise(record: dict) -> Row:
     return _Loader(NEWEST_SUITE, None).row(record, cell_key(record), env)
 
 
-def row_order(r: Row) -> tuple:
-    return (r["library"], r["spec"], natural_key(r["subject"]), transform_sort_key(r["transform"]), r["check"],
+def row_order(r: Row, transform_key) -> tuple:
+    return (r["library"], r["spec"], natural_key(r["subject"]), transform_key(r["transform"]), r["check"],
             r["device"], r["dtype"])
 
 
@@ -376,7 +372,9 @@ def load(paths: Iterable[Path | str], *, latest_run_wins: bool = False, environm
                 except Exception as exc:  # a valid-looking record with unusable contents: report, keep going
                     problems.append(Problem(path, 0, f"unusable record {str(record)[:120]!r}: {exc}"))
         per_source[path] = loader.n_records - before
-    rows = sorted((row for _, row in loader.chosen.values()), key=row_order)
+    suite = read_suite_files([p for p in paths if Path(p).exists()])
+    by_column = functools.partial(transform_position, suite["order"])
+    rows = sorted((row for _, row in loader.chosen.values()), key=lambda row: row_order(row, by_column))
     shown = Counter(r["env"].get("suite_sha") for r in rows)
     versions = sorted(loader.versions.values(),
                       key=lambda v: (parse_time(v["suite_time"] or "") or float("-inf"), v["suite_sha"] or ""),
@@ -385,7 +383,7 @@ def load(paths: Iterable[Path | str], *, latest_run_wins: bool = False, environm
         version["cells_shown"] = shown.get(version["suite_sha"], 0)
     return Loaded(rows=rows, problems=list(problems), sources=paths, n_records=loader.n_records,
                   per_source=per_source, suite_versions=versions, merge_rule=loader.merge_rule,
-                  devices=loader.devices, environment=environment if loader.wanted is not None else None,
+                  devices=loader.devices, environment=environment if loader.wanted is not None else None, suite=suite,
                   env_cells={k: v for k, (_, v) in loader.env_chosen.items()} if loader.wanted is not None else None,
                   left_out=dict(loader.left_out.most_common()))
 
@@ -533,9 +531,9 @@ class Diff:
 def load_baseline(path: Path | str, problems: list[Problem]) -> dict[str, dict]:
     """cell id -> {"outcome", "cause"} from an expectations JSON file or a results file/directory.
 
-    Raises :class:`conformance.expectations.ExpectationsError` for an unusable expectations file and
+    Raises :class:`conformance.records.expectations.ExpectationsError` for an unusable expectations file and
     FileNotFoundError for a missing path."""
-    from . import expectations
+    from ..records import expectations
 
     path = Path(path)
     if path.suffix == ".json" and not path.is_dir():
@@ -597,7 +595,7 @@ def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None 
     subjects = {}
     for r in rows:
         subjects.setdefault(r["subject"], {"subject": r["subject"], "library": r["library"], "spec": r["spec"]})
-    transforms = sorted({r["transform"] for r in rows}, key=transform_sort_key)
+    transforms = sorted({r["transform"] for r in rows}, key=loaded.transform_key)
     cells = []
     for (subject, transform), members in group(rows, "subject", "transform").items():
         entry = {"subject": subject, "library": members[0]["library"], "spec": members[0]["spec"],
@@ -614,7 +612,7 @@ def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None 
                               "pass_rate": round(agg["n_pass"] / agg["n_total"], 4) if agg["n_total"] else None,
                               "subjects": sorted({r["subject"] for r in members})}
     per_transform = {}
-    for (transform,), members in sorted(group(rows, "transform").items(), key=lambda kv: transform_sort_key(kv[0][0])):
+    for (transform,), members in sorted(group(rows, "transform").items(), key=lambda kv: loaded.transform_key(kv[0][0])):
         agg = aggregate(members)
         per_transform[transform] = {"counts": agg["counts"], "n_pass": agg["n_pass"], "n_total": agg["n_total"],
                                     "pass_rate": round(agg["n_pass"] / agg["n_total"], 4) if agg["n_total"] else None}
@@ -632,14 +630,14 @@ def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None 
         "summary": aggregate(rows),
         "libraries": libraries,
         "transforms_summary": per_transform,
-        "descriptions": descriptions([t for t in transforms], sorted({r["check"] for r in rows})),
+        "descriptions": descriptions(loaded, transforms, sorted({r["check"] for r in rows})),
         "suite_versions": loaded.suite_versions,
         "mixed_suite_versions": versions_note(loaded),
         "merge_rule": loaded.merge_rule,
         "causes": cause_summary(rows),
         "runs": runs_summary(rows, now),
         "cells": sorted(cells, key=lambda c: (c["library"], c["spec"], natural_key(c["subject"]),
-                                              transform_sort_key(c["transform"]))),
+                                              loaded.transform_key(c["transform"]))),
         "envs": [env for _, env in env_index(rows).values()],
         "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in loaded.problems],
         "diff": the_diff.to_json() if the_diff is not None else None,
@@ -659,7 +657,7 @@ def env_index(rows: Iterable[Row]) -> dict[str, tuple[int, dict]]:
 
 def matrix_json(model: dict, rows: list[Row]) -> Iterator[str]:
     """matrix.json in pieces: the model, then ``checks`` (one entry per row, streamed: never all in memory)."""
-    from .report_escape import json_text
+    from ..core.escape import json_text
 
     index = env_index(rows)
     yield json_text(model)[:-1] + ',"checks":['
@@ -674,7 +672,6 @@ def matrix_json(model: dict, rows: list[Row]) -> Iterator[str]:
     yield "]}\n"
 
 
-_DESCRIPTIONS: dict[str, dict[str, str]] | None = None
 
 
 def describe(doc: str | None) -> str:
@@ -683,21 +680,12 @@ def describe(doc: str | None) -> str:
     return re.split(r"(?<=[.!?])\s+(?=[A-Z(])", paragraph, maxsplit=1)[0]
 
 
-def descriptions(transforms: Iterable[str], checks: Iterable[str]) -> dict[str, dict[str, str]]:
-    """One line per transform and check, from their definitions' docstrings (conformance.transforms.TRANSFORMS,
-    conformance.checks.CHECKS); a name this suite does not define has none."""
-    global _DESCRIPTIONS
-    if _DESCRIPTIONS is None:
-        try:
-            from .checks import CHECKS
-            from .transforms import TRANSFORMS
-        except Exception:  # the report renders without the framework importable: names without descriptions
-            _DESCRIPTIONS = {"transforms": {}, "checks": {}}
-        else:
-            _DESCRIPTIONS = {"transforms": {t.id: describe(t.fn.__doc__) for t in TRANSFORMS},
-                             "checks": {name: describe(fn.__doc__) for name, fn in CHECKS.items()}}
-    return {"transforms": {t: _DESCRIPTIONS["transforms"].get(t, "") for t in transforms},
-            "checks": {c: _DESCRIPTIONS["checks"].get(c, "") for c in checks}}
+def descriptions(loaded: Loaded, transforms: Iterable[str], checks: Iterable[str]) -> dict[str, dict[str, str]]:
+    """One line per transform and check: the first sentence of its definition's docstring, as the suite's description
+    recorded beside the records says it; a name it does not know has none."""
+    known = loaded.suite
+    return {"transforms": {t: describe(known["transforms"].get(t, "")) for t in transforms},
+            "checks": {c: describe(known["checks"].get(c, "")) for c in checks}}
 
 
 #: The transform whose cells compare a subject on CUDA with the same subject, parameters and input on CPU.
@@ -726,7 +714,7 @@ def agreement(rows: Iterable[dict]) -> list[dict]:
 def load_bench(paths: Iterable[Path | str], problems: list[Problem]) -> list[dict]:
     """The benchmark runs (``python -m conformance.bench``) to show: per file its device, profile, start and, per
     library, the measured cases as recorded. An unreadable file is a problem, not an error."""
-    from .bench.gate import load as load_results
+    from ..bench.gate import load as load_results
 
     shown = []
     for path in paths:
@@ -769,7 +757,7 @@ cells: one per subject x transform over all devices/dtypes: {subject, library, s
   by_device_dtype: {"<device>/<dtype>": {counts, worst, n_pass, n_total}}}.
 causes: [{cause, total (checks), matrix_cells (subject x transform), by_library, by_outcome}].
 runs: [{run, cells, started, age_s, age, stale, devices, torch, suite_sha, n_envs}].
-checks (last key): the per-check records (schema of conformance.results) as loaded: free text capped at 4000
+checks (last key): the per-check records (schema of conformance.records.io) as loaded: free text capped at 4000
   characters, other strings at 500, extra not kept (what a cell left in the process is appended to message);
   env replaced by env_index into envs, plus cell = "subject|transform|check|device|dtype".
 problems: [{path, line, reason}] for lines that could not be read.

@@ -21,19 +21,21 @@ bdpy is imported inside the transform; without it the cells are ``skip`` (``Tran
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import torch
 from torch import nn
 
-from .causes import CheckFailed, TransformFailed
-from .types import Known
+from ..core.causes import CheckFailed, TransformFailed
+from ..core.types import Known, Library, Spec, Subject
+from .harness import Context, HookCapture, Transform, TransformRun, build, eager, grad_or_zeros, stage
+from .hooks import InplaceDownstream
 
-if TYPE_CHECKING:
-    from .transforms import Context, Outcome
-
-# conformance.transforms registers these transforms at its end, and subject modules import the known failures below
-# first: the framework's helpers are imported where they are called, so either import order works.
+#: where these transforms stand in the table (and the report's columns)
+ORDER = 60
+#: Installed without its declared dependencies (pandas, scikit-learn, hdf5storage, and torchvision for its torch
+#: extra): ``import bdpy.dl.torch`` needs only these. Python < 3.12 only, so not on the GPU image.
+BDPY = Library("bdpy", "bdpy", "0.26", no_deps=True, dependencies=("h5py", "pillow", "pyyaml", "scipy"), gpu=False)
 
 #: bdpy has no 0.26 tag on GitHub; this commit's torch.py is byte-identical to the one in the 0.26 wheel.
 SOURCE = "https://github.com/KamitaniLab/bdpy/blob/d86199fc0683fe257dc0a3d474a1abdc81b0249f/bdpy/dl/torch/torch.py"
@@ -56,15 +58,22 @@ POSITIONAL = ("run() pairs hook outputs with layer names by position (features[l
               "reports depends on the drawn T")
 
 
-def known_failures(*, differentiable: bool = True) -> tuple[Known, ...]:
-    """bdpy's findings on every subject with a floating-point output (they are bdpy's, not the subject's):
-    ``detach=False`` hands back the subject's output by reference, and the in-place op downstream overwrites it."""
-    found = (Known("bdpy_features", "hook_capture_intact", cause="hook-capture-mutated", reason=BY_REFERENCE,
-                   link=f"{SOURCE}#L123"),)
-    if differentiable:
-        found += (Known("bdpy_features", "preserves_grad", cause="transform-changed-grad",
-                        reason=GRAD_THROUGH_OVERWRITTEN, link=f"{SOURCE}#L123"),)
-    return found
+#: bdpy's findings on every subject with a floating-point output (they are bdpy's, not the subject's): ``detach=False``
+#: hands back the subject's output by reference, and the in-place op downstream overwrites it.
+BY_REFERENCE_KNOWN = (
+    Known("bdpy_features", "hook_capture_intact", cause="hook-capture-mutated", reason=BY_REFERENCE,
+          link=f"{SOURCE}#L123"),
+    Known("bdpy_features", "preserves_grad", cause="transform-changed-grad", reason=GRAD_THROUGH_OVERWRITTEN,
+          link=f"{SOURCE}#L123"),
+)
+
+
+def known_failures(subject: Subject, spec: Spec) -> tuple[Known, ...]:
+    """The by-reference finding, on every subject whose output is floating point (an in-place op cannot change an
+    integer output: bit packing's words pass). A subject whose features bdpy handles otherwise (tuple outputs, a
+    cell stepped over time) declares its own entries, which come first."""
+    floating = spec.output_dtype is None or spec.output_dtype.is_floating_point
+    return BY_REFERENCE_KNOWN if floating else ()
 
 
 def known_tuple_output() -> tuple[Known, ...]:
@@ -87,8 +96,6 @@ class FeatureNetwork(nn.Module):
     """The encoder handed to bdpy: the subject, then an in-place op on its output (the next layer of a network)."""
 
     def __init__(self, subject: nn.Module):
-        from .transforms import InplaceDownstream
-
         super().__init__()
         self.subject = subject
         self.downstream = InplaceDownstream()
@@ -134,9 +141,7 @@ def _observe(layers: dict[str, nn.Module], record: Callable[[str, Any], None]) -
 def layers_in_hook_order(ctx: Context) -> list[str]:
     """Names (in the FeatureNetwork) of the subject and its submodules, in the order their forward hooks first fire
     during one forward of a fresh subject; modules that never run are left out (no user extracts them)."""
-    from .transforms import _build, stage
-
-    network = FeatureNetwork(_build(ctx))
+    network = FeatureNetwork(build(ctx))
     modules = {f"{SUBJECT_LAYER}.{n}" if n else SUBJECT_LAYER: m for n, m in network.subject.named_modules()}
     order: list[str] = []
     handles = _observe(modules, lambda name, _out: order.append(name) if name not in order else None)
@@ -168,16 +173,14 @@ def judge_features(features: dict[str, Any], observed: dict[str, list[tuple[Any,
     return found
 
 
-def _features_transform(detach: bool) -> Callable[[Context], Outcome]:
+def _features_transform(detach: bool) -> Callable[[Context], TransformRun]:
     name = "bdpy_features_detach" if detach else "bdpy_features"
 
-    def transform(ctx: Context) -> Outcome:
+    def transform(ctx: Context) -> TransformRun:
         from bdpy.dl.torch import FeatureExtractor
 
-        from .transforms import Outcome, _build, stage
-
         layers = layers_in_hook_order(ctx)
-        module = _build(ctx)
+        module = build(ctx)
         network = FeatureNetwork(module)
         observed: dict[str, list[tuple[Any, Any]]] = {n: [] for n in layers}
         handles = _observe({n: network.get_submodule(n) for n in layers},
@@ -193,14 +196,15 @@ def _features_transform(detach: bool) -> Callable[[Context], Outcome]:
         finally:
             for h in handles:
                 h.remove()
-        report = {"captured": list(layers), "read_at": "FeatureExtractor.run returned",
-                  **judge_features(features, observed, by_reference=not detach)}
-        result = Outcome(info={"hooks": report})
+        capture = HookCapture(captured=list(layers), read_at="FeatureExtractor.run returned",
+                              **judge_features(features, observed, by_reference=not detach))
+        result = TransformRun()
+        result.findings.hooks = capture
         if want_grad:
             try:
-                result = _gradient_through(ctx, module, x, features, report)
+                result = _gradient_through(ctx, module, x, features, capture)
             except TransformFailed as failure:
-                result.info["failure"] = failure
+                result.findings.failure = failure
         return result
 
     transform.__name__ = name
@@ -211,12 +215,10 @@ def _features_transform(detach: bool) -> Callable[[Context], Outcome]:
 
 
 def _gradient_through(ctx: Context, module: nn.Module, x: torch.Tensor, features: dict[str, Any],
-                      report: dict[str, Any]) -> Outcome:
+                      capture: HookCapture) -> TransformRun:
     """Input and parameter gradients of <cotangent, subject's feature>, as a loss on features gives them."""
-    from .transforms import Outcome, _grad_or_zeros, eager, stage
-
     feature = features.get(SUBJECT_LAYER)
-    if SUBJECT_LAYER in report["mislabelled"] or not isinstance(feature, torch.Tensor):
+    if SUBJECT_LAYER in capture.mislabelled or not isinstance(feature, torch.Tensor):
         raise TransformFailed("forward", CheckFailed(
             "hook-capture-mislabelled", f"the feature bdpy returned for {SUBJECT_LAYER!r} is not the subject's "
             f"output ({type(feature).__name__}): no gradient through it to compare"))
@@ -226,9 +228,17 @@ def _gradient_through(ctx: Context, module: nn.Module, x: torch.Tensor, features
     with stage("backward"):
         if feature.requires_grad:
             (feature * ctx.cotangent(feature)).sum().backward()
-    grads = {"x": _grad_or_zeros(x), **{n: _grad_or_zeros(p) for n, p in params.items()}}
-    return Outcome(y=feature.detach(), grads=grads, baseline=eager(ctx), info={"hooks": report})
+    grads = {"x": grad_or_zeros(x), **{n: grad_or_zeros(p) for n, p in params.items()}}
+    result = TransformRun(y=feature.detach(), grads=grads, baseline=eager(ctx))
+    result.findings.hooks = capture
+    return result
 
 
 bdpy_features = _features_transform(detach=False)
 bdpy_features_detach = _features_transform(detach=True)
+
+TRANSFORMS = (
+    Transform("bdpy_features", bdpy_features, ("hook_capture_intact", "preserves_grad"), requires=(BDPY.name,),
+              known=known_failures),
+    Transform("bdpy_features_detach", bdpy_features_detach, ("hook_capture_intact",), requires=(BDPY.name,)),
+)

@@ -18,8 +18,8 @@ import json
 import math
 from typing import Iterator
 
-from .report_data import WORST_FIRST, Diff, Loaded, error_size, left_out_note
-from .report_escape import html_text, json_text
+from .data import WORST_FIRST, Diff, Loaded, error_size, left_out_note
+from ..core.escape import html_text, json_text
 
 SYMBOLS = {"pass": "✓", "xfail": "○", "xpass": "★", "fail": "✗", "timeout": "◔", "crash": "☠", "skip": "–"}
 MEANING = {"pass": "matches its spec / property holds", "xfail": "known failure (listed with reason and link)",
@@ -324,7 +324,7 @@ def _legend() -> str:
 
 def _cause_descriptions(loaded: Loaded) -> dict[str, str]:
     try:
-        from .causes import CAUSES
+        from ..core.causes import CAUSES
     except Exception:  # the taxonomy is optional for rendering: recorded causes are shown either way
         CAUSES = {}
     return {c: CAUSES.get(c.split(":", 1)[0], "") for c in sorted({r["cause"] for r in loaded.rows if r["cause"]})}

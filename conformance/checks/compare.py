@@ -1,0 +1,142 @@
+"""What every check compares with: the spec's answer for an example (``Truth``) and one comparison function with
+the tie rule; the tolerance and tie margin of a cell."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..core.causes import CheckFailed, TransformFailed
+from ..core.tolerance import TIE_MARGIN, Tolerance, tolerance
+from ..transforms import Context, TransformRun, by_id
+
+
+@dataclass
+class Truth:
+    """The spec's answer for one example: output, gradients for the context's cotangent, and margins."""
+
+    y: torch.Tensor | None
+    grads: dict[str, torch.Tensor] | None
+    margin: torch.Tensor | None
+
+
+def spec_truth(ctx: Context) -> Truth:
+    """Evaluate the spec in float64 on the CPU on the (dtype-rounded) example: the reference answer."""
+    ex = ctx.example
+    if ctx.spec.fn is None:
+        return Truth(y=None, grads=None, margin=None)  # an opaque model: no spec to judge against
+    x = ex.x.detach().clone().requires_grad_(ctx.differentiable)
+    params = {k: v.detach().clone().requires_grad_(ctx.differentiable) for k, v in ex.params.items()}
+    y = ctx.spec.fn(x, **params, **ex.hyper)
+    grads = None
+    if ctx.differentiable:
+        cot = ctx.cotangent(y.to(ctx.dtype)).double().cpu()
+        inputs = [x] + list(params.values())
+        got = torch.autograd.grad((y * cot).sum(), inputs, allow_unused=True) if y.requires_grad else [None] * len(inputs)
+        grads = {name: (torch.zeros_like(t) if g is None else g)
+                 for name, t, g in zip(["x"] + list(params), inputs, got)}
+    margin = ctx.spec.margin(ex) if ctx.spec.margin is not None else None
+    return Truth(y=y.detach(), grads=grads, margin=None if margin is None else margin.detach())
+
+
+def compare(actual: torch.Tensor, expected: torch.Tensor, *, tol: Tolerance, cause: str, what: str,
+            margin: torch.Tensor | None = None, tie: float = 0.0, time_dim: int | None = None,
+            batch_dim: int = 0, scale: float | None = None) -> int:
+    """Assert ``actual`` is within ``tol`` of ``expected``; returns the number of elements excused as ties.
+
+    A ``scaled`` tolerance's atol is relative to ``scale``, by default the largest ``|expected|``.
+
+    Tie rule (discrete outputs: spikes, signs, levels): a mismatching element is excused only when the spec's
+    margin there is within ``tie`` of its decision boundary but not exactly on it (exact boundary values are the
+    spec's convention, e.g. sign(0), and are judged). For sequences, the rest of that sample's
+    trajectory after an excused flip is excluded too (a flipped spike changes the reset and all later steps).
+    """
+    if actual.shape != expected.shape:
+        raise CheckFailed(cause, f"{what}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
+    if not expected.is_floating_point() and not expected.is_complex():
+        a_int, e_int = actual.detach().cpu(), expected.detach().cpu()
+        if a_int.dtype != e_int.dtype or not torch.equal(a_int, e_int):
+            bad = a_int.to(e_int.dtype) != e_int if a_int.dtype != torch.bool else a_int != e_int.bool()
+            idx = tuple(int(i) for i in torch.nonzero(bad)[0]) if bad.any() else ()
+            raise CheckFailed(cause, f"{what}: integer outputs differ ({int(bad.sum())}/{bad.numel()} elements, "
+                              f"dtype {a_int.dtype} vs {e_int.dtype}); first at index {idx}")
+        return 0
+    a = actual.detach().to("cpu", torch.float64)
+    e = expected.detach().to("cpu", torch.float64)
+    both_nan = torch.isnan(a) & torch.isnan(e)
+    diff = torch.where(both_nan, torch.zeros_like(a), (a - e).abs())
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    magnitude = scale if scale is not None else (float(e.abs().max()) if e.numel() else 0.0)
+    atol = max(tol.atol * magnitude, tol.floor) if tol.scaled else tol.atol
+    bad = diff > atol + tol.rtol * e.abs()
+    excluded = torch.zeros_like(bad)
+    if margin is not None and bad.any():
+        # An input exactly on the boundary (margin 0: sign(0), mem == threshold, a .5 rounding tie) is decided by
+        # the spec's convention, not by rounding: it is judged, never excused.
+        m = margin.detach().to("cpu", torch.float64)
+        near = (m.abs() <= tie) & (m != 0)
+        excused = bad & near
+        excluded = excused.clone()
+        if time_dim is not None and excused.any():
+            excluded |= _after_first_flip(excused, time_dim, batch_dim)
+        bad = bad & ~excluded
+    if bad.any():
+        idx = tuple(int(i) for i in torch.nonzero(bad)[0])
+        rel = (diff / e.abs().clamp_min(1e-300))[bad]
+        max_abs = float(diff[bad].max())
+        raise CheckFailed(
+            cause,
+            f"{what}: {int(bad.sum())}/{bad.numel()} elements differ beyond atol={atol:g}, rtol={tol.rtol:g}; "
+            f"first at index {idx}: got {a[idx].item():.6g}, expected {e[idx].item():.6g}; max abs err {max_abs:.3g}"
+            + (f"; {int(excluded.sum())} tie elements excused" if excluded.any() else ""),
+            max_abs_err=max_abs, max_rel_err=float(rel.max()), atol=atol, rtol=tol.rtol)
+    return int(excluded.sum())
+
+
+def _after_first_flip(excused: torch.Tensor, time_dim: int, batch_dim: int) -> torch.Tensor:
+    """Mask of every element of a sample at time steps strictly after its first excused flip."""
+    moved = excused.movedim((time_dim, batch_dim), (0, 1))
+    steps, batch = moved.shape[:2]
+    per_step = moved.reshape(steps, batch, -1).any(-1)  # (T, B)
+    seen = per_step.to(torch.int64).cumsum(0)
+    later = (seen - per_step.to(torch.int64)) > 0
+    shape = (steps, batch) + (1,) * (moved.dim() - 2)
+    return later.reshape(shape).expand_as(moved).movedim((0, 1), (time_dim, batch_dim))
+
+
+def _dtype_name(ctx: Context) -> str:
+    return str(ctx.dtype).replace("torch.", "")
+
+
+def _tol(ctx: Context, transform: str, check: str) -> Tolerance:
+    return tolerance(_dtype_name(ctx), transform, check)
+
+
+def _time_dim(ctx: Context) -> int | None:
+    return ctx.example.hyper.get("time_dim", ctx.spec.time_dim)
+
+
+def dtype_name(ctx: Context) -> str:
+    return str(ctx.dtype).replace("torch.", "")
+
+
+def tol(ctx: Context, transform: str, check: str) -> Tolerance:
+    return tolerance(dtype_name(ctx), transform, check)
+
+
+def tie_margin(ctx: Context, transform: str | None = None) -> float:
+    """The tie margin of the dtype the arithmetic runs in: the cell's, or the transform's own (autocast)."""
+    computed = by_id(transform).compute_dtype if transform is not None else None
+    return TIE_MARGIN[computed or dtype_name(ctx)]
+
+
+def time_dim(ctx: Context) -> int | None:
+    return ctx.example.hyper.get("time_dim", ctx.spec.time_dim)
+
+
+def raise_stored_failure(out: TransformRun) -> None:
+    """A transform that records findings for other checks keeps its own failure (e.g. a fullgraph compile)."""
+    failure = out.findings.failure
+    if failure is not None:
+        raise TransformFailed(failure.stage, failure.error) from failure.error

@@ -1,0 +1,52 @@
+"""Checks against the spec: the output and the gradient (the STE/surrogate formula is part of the spec), and the
+output's dtype."""
+
+from __future__ import annotations
+
+from ..core.causes import CheckFailed
+from ..transforms import Context, TransformRun
+from . import Check
+from .compare import Truth, compare, dtype_name, tie_margin, time_dim, tol
+
+
+def check_forward_matches_spec(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+    """The output equals the spec's output (tie-aware for discrete outputs)."""
+    return compare(out.y, truth.y, tol=tol(ctx, transform, "forward_matches_spec"), cause="forward-mismatch",
+                   what="output vs spec", margin=truth.margin, tie=tie_margin(ctx),
+                   time_dim=time_dim(ctx), batch_dim=ctx.batch_dim)
+
+
+def check_grad_matches_spec(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+    """The gradient of <cotangent, output> w.r.t. the input and every mapped parameter equals the spec's
+    formula (the STE/surrogate is part of the spec). An example whose forward had an excused tie flip is not
+    compared: its gradient legitimately differs."""
+    excused = check_forward_matches_spec(ctx, out, truth, transform)
+    if excused:
+        return truth.y.numel()
+    tolerance = tol(ctx, transform, "grad_matches_spec")
+    for name, expected in truth.grads.items():
+        if name != "x" and name not in ctx.subject.param_map:
+            continue
+        actual = out.grads.get(name)
+        if actual is None:
+            raise CheckFailed("grad-mismatch", f"no gradient for {name!r}")
+        compare(actual.reshape(expected.shape) if actual.numel() == expected.numel() else actual, expected,
+                tol=tolerance, cause="grad-mismatch", what=f"d<cot, y>/d{name} vs spec")
+    return 0
+
+
+def check_output_dtype(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+    """The output dtype is the declared one (the input's unless the spec fixes it)."""
+    # Integer outputs (packed words) must carry exactly the spec's integer dtype.
+    declared = ctx.spec.output_dtype or ctx.dtype
+    expected = truth.y.dtype if truth.y is not None and not truth.y.is_floating_point() else declared
+    if out.y.dtype != expected:
+        raise CheckFailed("dtype-mismatch", f"output dtype {out.y.dtype} != declared {expected}")
+    return 0
+
+
+CHECKS = (
+    Check("forward_matches_spec", check_forward_matches_spec),
+    Check("grad_matches_spec", check_grad_matches_spec, needs_grad=True),
+    Check("output_dtype", check_output_dtype),
+)

@@ -1,0 +1,76 @@
+"""Checks of what a module holds: a copy is independent of its original, a transform leaves the module's state as
+it was, recomputation (checkpoint) does not advance the state twice."""
+
+from __future__ import annotations
+
+import torch
+
+from ..core.causes import CheckFailed
+from ..transforms import Context, TransformRun
+from ..transforms.harness import foreign_tensor, tensor_state
+from . import Check
+from .compare import Truth
+
+
+def check_copy_independent(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+    """The copy shares no tensor storage with the original, and mutating the copy leaves the original's
+    output unchanged."""
+    if out.findings.copy_pair is None:
+        raise RuntimeError(f"{transform} recorded no (original, copy) pair")
+    original, clone = out.findings.copy_pair
+    orig_state, clone_state = tensor_state(original), tensor_state(clone)
+    ptrs = {}
+    for path, t in orig_state.items():
+        if t.numel() and foreign_tensor(t) is None and t.device.type != "meta":
+            ptrs.setdefault(t.untyped_storage().data_ptr(), path)
+    for path, t in clone_state.items():
+        if t.numel() and foreign_tensor(t) is None and t.untyped_storage().data_ptr() in ptrs:
+            raise CheckFailed("copy-shares-state", f"copy's {path} shares storage with original's "
+                              f"{ptrs[t.untyped_storage().data_ptr()]}")
+    x = ctx.input()
+    changed = [p for p in clone.parameters() if p.is_floating_point()]
+    saved = [p.detach().clone() for p in changed]
+    with torch.no_grad():
+        before = original(x).detach().clone()
+        try:
+            for p in changed:
+                p.add_(0.5)
+            after = original(x).detach()
+        finally:  # the run is shared with the other checks of this cell: leave it as found
+            for p, value in zip(changed, saved):
+                p.copy_(value)
+    if not torch.equal(before, after):
+        raise CheckFailed("copy-shares-state", "changing the copy's parameters changed the original's output")
+    return 0
+
+
+def check_no_state_leak(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+    """The transform left the module's own parameters, buffers, .grad and hidden state as they were: no
+    batched/tracer/fake tensors, no changed values."""
+    problems = out.findings.leaks
+    if problems:
+        raise CheckFailed("state-leak", f"{transform} left {len(problems)} problem(s) in the module: "
+                          + "; ".join(problems[:5]))
+    return 0
+
+
+def check_state_matches_eager(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+    """After forward+backward, the module holds the same hidden state as after an eager forward+backward."""
+    if out.findings.state_pair is None:
+        raise RuntimeError(f"{transform} recorded no (eager, transformed) state pair")
+    twin, module = out.findings.state_pair
+    expected, actual = tensor_state(twin), tensor_state(module)
+    for path, t in expected.items():
+        other = actual.get(path)
+        if other is None or other.shape != t.shape or not torch.allclose(other.detach().double(),
+                                                                         t.detach().double(), atol=1e-6,
+                                                                         rtol=1e-5, equal_nan=True):
+            raise CheckFailed("state-advanced-twice", f"state {path!r} after {transform} differs from eager")
+    return 0
+
+
+CHECKS = (
+    Check("copy_independent", check_copy_independent),
+    Check("no_state_leak", check_no_state_leak),
+    Check("state_matches_eager", check_state_matches_eager),
+)

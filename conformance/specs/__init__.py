@@ -1,0 +1,9 @@
+"""Declarations of the specs: for each function of ``reference/``, its hyperparameters, the domain its examples are
+drawn from, its decision margins and shape rules (:class:`~conformance.core.types.Spec`)."""
+
+from __future__ import annotations
+
+from . import models, neuron, quant
+
+#: Every spec, quantizers and layers first, then surrogates and neurons, then whole models.
+SPECS = (*quant.SPECS, *neuron.SPECS, *models.SPECS)

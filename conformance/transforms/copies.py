@@ -1,0 +1,74 @@
+"""Round trips that make a second module: deepcopy and pickle (fresh and after a training step), state_dict."""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+from typing import Callable
+
+from torch import nn
+
+from ..core.types import Example
+from .harness import FORWARD_GRAD, Context, Transform, TransformRun, after_use, build, eager, run_forward_backward, stage
+
+#: where these transforms stand in the table (and the report's columns)
+ORDER = 10
+
+
+def _copy_transform(name: str, copier: Callable[[nn.Module], nn.Module], used: bool) -> Callable[[Context], TransformRun]:
+    def transform(ctx: Context) -> TransformRun:
+        original = build(ctx)
+        if used:
+            after_use(ctx, original)
+        with stage(name):
+            clone = copier(original)
+        result = run_forward_backward(ctx, clone, clone, name=name)
+        result.baseline = eager(ctx)
+        result.findings.copy_pair = (original, clone)
+        return result
+
+    transform.__name__ = name
+    transform.__doc__ = f"{name}: the copy computes what a fresh module computes, and shares no tensor with it."
+    return transform
+
+
+def _pickle_copy(module: nn.Module) -> nn.Module:
+    buffer = io.BytesIO()
+    pickle.dump(module, buffer)
+    buffer.seek(0)
+    return pickle.load(buffer)
+
+
+deepcopy = _copy_transform("deepcopy", copy.deepcopy, used=False)
+deepcopy_used = _copy_transform("deepcopy_used", copy.deepcopy, used=True)
+pickle_roundtrip = _copy_transform("pickle", _pickle_copy, used=False)
+pickle_used = _copy_transform("pickle_used", _pickle_copy, used=True)
+
+
+def perturbed(example: Example, factor: float = 0.9) -> Example:
+    """The same example with every parameter scaled by ``factor`` (stays inside decay/positivity domains)."""
+    return example._replace(params={k: v * factor for k, v in example.params.items()})
+
+
+def state_dict_roundtrip(ctx: Context) -> TransformRun:
+    """load_state_dict of a trained-looking module into a fresh one built with other values restores its outputs."""
+    source = build(ctx)
+    after_use(ctx, source)
+    target = build(ctx, perturbed(ctx.example))
+    with stage("state_dict"):
+        state = source.state_dict()
+        target.load_state_dict(state)
+    result = run_forward_backward(ctx, target, target, name="state_dict")
+    result.baseline = eager(ctx)
+    return result
+
+
+COPY_CHECKS = FORWARD_GRAD + ("copy_independent",)
+TRANSFORMS = (
+    Transform("deepcopy", deepcopy, COPY_CHECKS, failure_cause="deepcopy-failed"),
+    Transform("deepcopy_used", deepcopy_used, COPY_CHECKS, failure_cause="deepcopy-failed"),
+    Transform("pickle", pickle_roundtrip, COPY_CHECKS, failure_cause="pickle-failed"),
+    Transform("pickle_used", pickle_used, COPY_CHECKS, failure_cause="pickle-failed"),
+    Transform("state_dict", state_dict_roundtrip, FORWARD_GRAD, failure_cause="state-dict-mismatch"),
+)

@@ -1,0 +1,201 @@
+"""torch.func and friends: functional_call, vmap, grad, per-sample gradients (torch.func and Opacus), jvp."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ..core.types import Library
+from .harness import FORWARD_GRAD, Context, Transform, TransformRun, build, eager, grad_or_zeros, leaks, stage, watch_state
+
+#: where these transforms stand in the table (and the report's columns)
+ORDER = 20
+#: Opacus drives the per-sample gradients of two transforms.
+OPACUS = Library("opacus", "opacus", "1.6.0", dependencies=("opt_einsum",))
+
+
+def functional_call(ctx: Context) -> TransformRun:
+    """torch.func.functional_call with other parameter values computes what a module holding them computes,
+    and leaves the module's own parameters, buffers and .grad untouched."""
+    module = build(ctx)
+    before = watch_state(module)
+    other = dict(module.named_parameters())
+    factor = 0.9
+    new_params = {n: (p.detach() * factor).requires_grad_(p.requires_grad) for n, p in other.items()}
+    inverse = {path: name for name, path in ctx.subject.param_map.items()}
+
+    def call(x: torch.Tensor) -> torch.Tensor:
+        return torch.func.functional_call(module, new_params, (x,))
+
+    x = ctx.input().clone().requires_grad_(ctx.differentiable)
+    with stage("functional_call"):
+        y = call(x)
+    grads = None
+    if ctx.differentiable:
+        with stage("backward"):
+            if y.requires_grad:
+                (y * ctx.cotangent(y)).sum().backward()
+        grads = {"x": grad_or_zeros(x)}
+        grads.update({inverse[n]: grad_or_zeros(p) for n, p in new_params.items() if n in inverse})
+    result = TransformRun(y=y.detach(), grads=grads)
+    twin = build(ctx)
+    with torch.no_grad():  # exactly the values passed to functional_call, so only the mechanism differs
+        for name, value in new_params.items():
+            twin.get_parameter(name).copy_(value)
+    result.baseline = eager(ctx, twin)
+    result.findings.leaks = leaks(module, *before)
+    return result
+
+
+def _per_sample_call(module: nn.Module, bd: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    return lambda xi: module(xi.unsqueeze(bd)).squeeze(bd)
+
+
+def _loop(ctx: Context, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    bd = ctx.batch_dim
+    with stage("forward"):
+        return torch.cat([module(x.narrow(bd, i, 1)) for i in range(x.shape[bd])], dim=bd).detach()
+
+
+def vmap(ctx: Context) -> TransformRun:
+    """torch.func.vmap over the batch equals a Python loop over samples, and leaves no batched state behind."""
+    module = build(ctx)
+    before = watch_state(module)
+    x, bd = ctx.input(), ctx.batch_dim
+    with stage("vmap"):
+        y = torch.func.vmap(_per_sample_call(module, bd), in_dims=bd, out_dims=bd)(x)
+    result = TransformRun(y=y.detach(), baseline=TransformRun(y=_loop(ctx, build(ctx), x)))
+    result.findings.leaks = leaks(module, *before)
+    return result
+
+
+def func_grad(ctx: Context) -> TransformRun:
+    """torch.func.grad (input and parameters, through functional_call) equals autograd's backward."""
+    module = build(ctx)
+    before = watch_state(module)
+    x = ctx.input()
+    params = {n: p.detach() for n, p in module.named_parameters()}
+    cot = None
+
+    def loss(p: dict, xi: torch.Tensor) -> torch.Tensor:
+        nonlocal cot
+        y = torch.func.functional_call(module, p, (xi,))
+        cot = ctx.cotangent(y) if cot is None else cot
+        return (y * cot).sum()
+
+    with stage("grad"):
+        g_params, g_x = torch.func.grad(loss, argnums=(0, 1))(params, x)
+    inverse = {path: name for name, path in ctx.subject.param_map.items()}
+    grads = {"x": g_x.detach()}
+    grads.update({inverse[n]: g.detach() for n, g in g_params.items() if n in inverse})
+    result = TransformRun(grads=grads, baseline=eager(ctx))
+    result.findings.leaks = leaks(module, *before)
+    return result
+
+
+def per_sample_grad(ctx: Context) -> TransformRun:
+    """vmap(grad(functional_call)) per-sample parameter gradients equal a loop of single-sample backward passes."""
+    module = build(ctx)
+    before = watch_state(module)
+    x, bd = ctx.input(), ctx.batch_dim
+    names = dict(ctx.subject.param_map)
+    params = {path: module.get_parameter(path).detach() for path in names.values()}
+    full_cot = ctx.cotangent(_loop(ctx, build(ctx), x))
+
+    def loss(p: dict, xi: torch.Tensor, ci: torch.Tensor) -> torch.Tensor:
+        y = torch.func.functional_call(module, p, (xi.unsqueeze(bd),)).squeeze(bd)
+        return (y * ci).sum()
+
+    with stage("per_sample_grad"):
+        per_sample = torch.func.vmap(torch.func.grad(loss), in_dims=(None, bd, bd))(params, x, full_cot)
+    grads = {spec_name: per_sample[path].detach() for spec_name, path in names.items()}
+    result = TransformRun(grads=grads, baseline=TransformRun(grads=_loop_param_grads(ctx, x, full_cot)))
+    result.findings.leaks = leaks(module, *before)
+    return result
+
+
+def _loop_param_grads(ctx: Context, x: torch.Tensor, full_cot: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Reference per-sample gradients: one eager backward per sample on a fresh module."""
+    bd = ctx.batch_dim
+    rows: dict[str, list[torch.Tensor]] = {n: [] for n in ctx.subject.param_map}
+    for i in range(x.shape[bd]):
+        module = build(ctx)
+        params = ctx.spec_params(module)
+        with stage("forward"):
+            y = module(x.narrow(bd, i, 1))
+        with stage("backward"):
+            (y * full_cot.narrow(bd, i, 1)).sum().backward()
+        for n, p in params.items():
+            rows[n].append(grad_or_zeros(p))
+    return {n: torch.stack(r) for n, r in rows.items()}
+
+
+def _opacus_transform(mode: str) -> Callable[[Context], TransformRun]:
+    name = f"opacus_{mode}"
+
+    def transform(ctx: Context) -> TransformRun:
+        from opacus import GradSampleModule
+
+        module = build(ctx)
+        x, bd = ctx.input(), ctx.batch_dim
+        full_cot = ctx.cotangent(_loop(ctx, build(ctx), x))
+        with stage(name):
+            wrapped = GradSampleModule(module, batch_first=(bd == 0), loss_reduction="sum",
+                                       force_functorch=(mode == "functorch"))
+            y = wrapped(x)
+            (y * full_cot).sum().backward()
+            grads = {}
+            for spec_name, path in ctx.subject.param_map.items():
+                p = module.get_parameter(path)
+                sample = getattr(p, "grad_sample", None)
+                if sample is None:
+                    raise RuntimeError(f"Opacus computed no grad_sample for parameter {path!r}")
+                grads[spec_name] = sample.detach()
+            wrapped._close() if hasattr(wrapped, "_close") else None
+        return TransformRun(grads=grads, baseline=TransformRun(grads=_loop_param_grads(ctx, x, full_cot)))
+
+    transform.__name__ = name
+    transform.__doc__ = f"Opacus GradSampleModule ({mode} mode) per-sample gradients equal the loop."
+    return transform
+
+
+opacus_hooks = _opacus_transform("hooks")
+opacus_functorch = _opacus_transform("functorch")
+
+
+def jvp(ctx: Context) -> TransformRun:
+    """Forward-mode AD agrees with reverse mode: <v, J u> from torch.func.jvp equals <J^T v, u> from backward."""
+    module = build(ctx)
+    before = watch_state(module)
+    x = ctx.input()
+    reverse = eager(ctx)
+    gen = torch.Generator().manual_seed(7)
+    tangents = [torch.randn(x.shape, generator=gen, dtype=torch.float64).to(x) for _ in range(2)]
+    forward_products, reverse_products = [], []
+    cot = ctx.cotangent(reverse.y)
+    for u in tangents:
+        with stage("jvp"):
+            _, ju = torch.func.jvp(module, (x,), (u,))
+        forward_products.append((cot.double() * ju.double()).sum())
+        reverse_products.append((reverse.grads["x"].double() * u.double()).sum())
+    result = TransformRun(grads={"<v,Ju>": torch.stack(forward_products)},
+                     baseline=TransformRun(grads={"<v,Ju>": torch.stack(reverse_products)}))
+    result.findings.leaks = leaks(module, *before)
+    return result
+
+
+LEAK = ("no_state_leak",)
+TRANSFORMS = (
+    Transform("functional_call", functional_call, FORWARD_GRAD + LEAK, failure_cause="functional-call-failed"),
+    Transform("vmap", vmap, ("preserves_forward",) + LEAK, failure_cause="vmap-unsupported"),
+    Transform("grad", func_grad, ("preserves_grad",) + LEAK, failure_cause="functional-call-failed", needs_grad=True),
+    Transform("per_sample_grad", per_sample_grad, ("preserves_grad",) + LEAK, failure_cause="per-sample-grad-failed",
+              needs_params=True),
+    Transform("opacus_hooks", opacus_hooks, ("preserves_grad",), failure_cause="opacus-failed", needs_params=True,
+              requires=(OPACUS.name,)),
+    Transform("opacus_functorch", opacus_functorch, ("preserves_grad",), failure_cause="opacus-failed",
+              needs_params=True, requires=(OPACUS.name,)),
+    Transform("jvp", jvp, ("preserves_grad",) + LEAK, failure_cause="jvp-unsupported", needs_grad=True),
+)

@@ -1,0 +1,300 @@
+"""The harness every transform is written with: the context of one example, what a transform run produces
+(``TransformRun``, with typed ``Findings`` for the checks that need more than tensors), stages that name what
+raised, forward+backward, and the module-state helpers (what a module holds, what a transform left in it).
+
+A transform is a function ``Context -> TransformRun`` declared as a :class:`Transform` in one module of this
+package (see ``conformance/transforms/__init__.py``); it knows nothing about particular subjects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
+
+import torch
+from torch import nn
+
+from ..core.causes import TransformFailed
+from ..core.types import Example, Known, Spec, Subject
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
+FORWARD_GRAD = ("preserves_forward", "preserves_grad")
+
+
+# --------------------------------------------------------------------------------------------- context
+
+
+@dataclass
+class Context:
+    """Everything a transform may use for one example of one cell."""
+
+    subject: Subject
+    spec: Spec
+    example: Example  # float64 CPU, already rounded through the cell dtype
+    dtype: torch.dtype
+    device: torch.device
+
+    def build(self, example: Example | None = None) -> nn.Module:
+        """A fresh subject module for ``example`` on the cell's device and dtype."""
+        # Built under float64 as the default dtype for float64 cells, so parameters keep full precision.
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64 if self.dtype == torch.float64 else torch.float32)
+        try:
+            module = self.subject.build(example or self.example)
+        finally:
+            torch.set_default_dtype(previous)
+        return module.to(device=self.device, dtype=self.dtype)
+
+    def input(self, x: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.example.x if x is None else x
+        return x.to(device=self.device, dtype=self.dtype)
+
+    @property
+    def batch_dim(self) -> int:
+        return sequence_batch_dim(self.spec, self.example)
+
+    @property
+    def differentiable(self) -> bool:
+        return self.spec.differentiable
+
+    def cotangent(self, like: torch.Tensor, seed: int = 20240611) -> torch.Tensor:
+        """A fixed pseudo-random output cotangent: the same for the subject, its transforms and the spec."""
+        gen = torch.Generator().manual_seed(seed)
+        return torch.randn(like.shape, generator=gen, dtype=torch.float64).to(like.device, like.dtype)
+
+    def spec_params(self, module: nn.Module) -> dict[str, nn.Parameter]:
+        """Spec parameter name -> the module's parameter holding it (only those the subject maps)."""
+        if isinstance(module, torch.jit.ScriptModule):  # which has no get_parameter
+            found = dict(module.named_parameters())
+            return {name: found[path] for name, path in self.subject.param_map.items()}
+        return {name: module.get_parameter(path) for name, path in self.subject.param_map.items()}
+
+
+def sequence_batch_dim(spec: Spec, example: Example) -> int:
+    """The batch axis of ``example.x``: for sequences it follows the layout the example chose."""
+    time_dim = example.hyper.get("time_dim", spec.time_dim)
+    if spec.time_dim is None or time_dim is None:
+        return spec.batch_dim
+    return 1 if time_dim == 0 else 0
+
+
+@dataclass
+class HookCapture:
+    """Forward-hook captures: the layers captured, those whose capture was overwritten in place before it was read
+    (``read_at``), and features handed back under another layer's name."""
+
+    captured: list[str]
+    mutated: list[str] = field(default_factory=list)
+    mislabelled: list[str] = field(default_factory=list)
+    read_at: str = "the subject returned"
+
+
+@dataclass
+class Findings:
+    """What a transform found besides output and gradients, for the checks that need more than tensors. A field a
+    transform does not fill stays empty; a check that needs it from a transform that never fills it is a harness
+    error."""
+
+    #: what the transform left in the module (foreign tensors, changed values, populated .grad), and, added by the
+    #: runner, process-wide state it left behind
+    leaks: list[str] = field(default_factory=list)
+    #: the process-wide state (global hooks, grad mode, default dtype) the runner had to put back
+    process_leaks: list[str] = field(default_factory=list)
+    #: (original, copy) of a copying transform
+    copy_pair: tuple[nn.Module, nn.Module] | None = None
+    #: (eager twin, transformed module), both after forward+backward
+    state_pair: tuple[nn.Module, nn.Module] | None = None
+    hooks: HookCapture | None = None
+    #: dynamo's graph breaks (count, reasons) of a transform that asks for them
+    graph_breaks: tuple[int, list[str]] | None = None
+    #: the output of a second call of the same module on the same input
+    second_call: torch.Tensor | None = None
+    #: (transformed, eager) outputs for a second batch size
+    second_shape: tuple[torch.Tensor, torch.Tensor] | None = None
+    #: the transform's own failure, kept while it still records findings for other checks (a failed fullgraph
+    #: compile still counts graph breaks)
+    failure: TransformFailed | None = None
+
+
+@dataclass
+class TransformRun:
+    """What a transformed callable produced for one example, and the run it must agree with (``baseline``: the
+    eager module, or a loop over samples)."""
+
+    y: torch.Tensor | None = None
+    grads: dict[str, torch.Tensor] | None = None
+    baseline: "TransformRun | None" = None
+    findings: Findings = field(default_factory=Findings)
+
+
+@contextlib.contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Attribute an exception to the transform stage that raised it."""
+    try:
+        yield
+    except TransformFailed:
+        raise
+    except Exception as error:  # noqa: BLE001 - any library error is a finding to classify
+        raise TransformFailed(name, error) from error
+
+
+def run_forward_backward(ctx: Context, call: Callable[[torch.Tensor], torch.Tensor], module: nn.Module | None,
+                         x: torch.Tensor | None = None, *, name: str = "forward") -> TransformRun:
+    """Output and gradients (input and every mapped parameter) of ``call`` for the context's cotangent."""
+    x = ctx.input() if x is None else x
+    want_grad = ctx.differentiable
+    x = x.detach().clone().requires_grad_(want_grad and x.is_floating_point())
+    with stage(name):
+        y = call(x)
+    if not isinstance(y, torch.Tensor):
+        raise TransformFailed(name, TypeError(f"forward returned {type(y).__name__}, expected a Tensor"))
+    grads = None
+    if want_grad:
+        params = ctx.spec_params(module) if module is not None else {}
+        for p in params.values():
+            p.grad = None
+        with stage("backward"):
+            if y.requires_grad:
+                (y * ctx.cotangent(y)).sum().backward()
+        grads = {"x": grad_or_zeros(x)}
+        grads.update({n: grad_or_zeros(p) for n, p in params.items()})
+    return TransformRun(y=y.detach(), grads=grads)
+
+
+def grad_or_zeros(t: torch.Tensor) -> torch.Tensor:
+    # A missing gradient means "no dependence" to autograd; the spec decides whether that is right.
+    return torch.zeros_like(t) if t.grad is None else t.grad.detach().clone()
+
+
+def eager(ctx: Context, module: nn.Module | None = None, x: torch.Tensor | None = None) -> TransformRun:
+    module = module if module is not None else build(ctx)
+    return run_forward_backward(ctx, module, module, x)
+
+
+def build(ctx: Context, example: Example | None = None) -> nn.Module:
+    """A fresh subject module; a failure is the ``build`` stage's."""
+    with stage("build"):
+        return ctx.build(example)
+
+
+# --------------------------------------------------------------------------------------------- module state
+
+
+def tensor_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    """Every tensor a module tree holds: parameters, buffers and plain tensor attributes (hidden state)."""
+    found: dict[str, torch.Tensor] = {}
+    for prefix, sub in module.named_modules(remove_duplicate=False):
+        for key, value in vars(sub).items():
+            if key in ("_parameters", "_buffers"):
+                for name, t in value.items():
+                    if isinstance(t, torch.Tensor):
+                        found[f"{prefix}.{name}" if prefix else name] = t
+                continue
+            for path, t in _tensors_in(value, key):
+                found[f"{prefix}.{path}" if prefix else path] = t
+    return found
+
+
+def _tensors_in(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, torch.Tensor]]:
+    if isinstance(value, torch.Tensor):
+        yield path, value
+    elif depth < 2 and isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _tensors_in(item, f"{path}[{i}]", depth + 1)
+    elif depth < 2 and isinstance(value, dict) and not path.startswith("_"):
+        for k, item in value.items():
+            yield from _tensors_in(item, f"{path}[{k!r}]", depth + 1)
+
+
+def foreign_tensor(t: torch.Tensor) -> str | None:
+    """Why ``t`` must not outlive a transform (batched, grad-tracking, fake, functional, proxy), or None."""
+    if torch._C._functorch.is_functorch_wrapped_tensor(t):
+        return "functorch-wrapped (vmap/grad/jvp) tensor"
+    if type(t) not in (torch.Tensor, nn.Parameter, nn.Buffer if hasattr(nn, "Buffer") else torch.Tensor):
+        name = type(t).__name__
+        return f"tensor subclass {name}" if "Fake" not in name else "FakeTensor from tracing"
+    if torch._is_functional_tensor(t) or torch._C._functorch.is_functionaltensor(t):
+        return "functional tensor from tracing"
+    return None
+
+
+def snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
+    """Detached copies of the module's parameters and buffers (values a transform must leave untouched)."""
+    out = {}
+    for name, t in list(module.named_parameters()) + list(module.named_buffers()):
+        if foreign_tensor(t) is None:
+            out[name] = t.detach().clone()
+    return out
+
+
+def leaks(module: nn.Module, before: dict[str, torch.Tensor], grads_before: dict[str, bool]) -> list[str]:
+    """What a transform left behind in ``module``: foreign tensors, changed parameters, populated .grad."""
+    problems = []
+    for path, t in tensor_state(module).items():
+        why = foreign_tensor(t)
+        if why:
+            problems.append(f"{path}: {why}")
+    current = dict(list(module.named_parameters()) + list(module.named_buffers()))
+    for name, old in before.items():
+        new = current.get(name)
+        if new is None:
+            problems.append(f"{name}: removed")
+        elif foreign_tensor(new) is None and (new.shape != old.shape or not torch.equal(new.detach(), old)):
+            problems.append(f"{name}: value changed")
+    for name, p in module.named_parameters():
+        if p.grad is not None and not grads_before.get(name, False):
+            problems.append(f"{name}.grad: populated by a functional transform")
+    return problems
+
+
+def watch_state(module: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, bool]]:
+    return snapshot(module), {n: p.grad is not None for n, p in module.named_parameters()}
+
+
+def after_use(ctx: Context, module: nn.Module) -> nn.Module:
+    """Run one forward+backward so hidden state holds non-leaf tensors, as in a training loop."""
+    x = ctx.input().clone().requires_grad_(ctx.differentiable)
+    with stage("forward"):
+        y = module(x)
+    if ctx.differentiable and isinstance(y, torch.Tensor) and y.requires_grad:
+        with stage("backward"):
+            (y * ctx.cotangent(y)).sum().backward()
+    for p in module.parameters():
+        p.grad = None
+    return module
+
+
+@dataclass(frozen=True)
+class Transform:
+    """One transform and the facts the matrix needs about it: which checks judge it, in which dtypes and on which
+    devices it runs, what it needs, the cause when its own stage raises, and findings it shows on subjects."""
+
+    id: str
+    fn: Callable[[Context], TransformRun]
+    checks: tuple[str, ...]
+    #: the cause of a failure in a stage named after the transform that no classification rule names
+    failure_cause: str = "error"
+    #: dtypes of its cells (float32 everywhere; others where they add information)
+    dtypes: tuple[str, ...] = ("float32",)
+    #: per-sample gradients are about parameters: not applicable to a subject without any
+    needs_params: bool = False
+    #: nothing to run for a spec without a gradient
+    needs_grad: bool = False
+    #: importable modules it needs (its cells skip without them)
+    requires: tuple[str, ...] = ()
+    compiles: bool = False
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    #: the device whose result its cells compare with (cpu_vs_cuda: "cpu"), or None
+    compares_with: str | None = None
+    #: the dtype its arithmetic runs in when not the cell's (autocast): the tie margin follows it
+    compute_dtype: str | None = None
+    #: causes of its other named stages (a stage named after the transform has ``failure_cause``)
+    stage_causes: Mapping[str, str] = field(default_factory=dict)
+    #: the findings it shows on a subject (a library's finding, the same on every subject it applies to); a
+    #: subject's own entries come first
+    known: Callable[[Subject, Spec], tuple[Known, ...]] | None = None
+
+    def stage_causes_of(self) -> dict[str, str]:
+        """The cause of a failure in each of its own stages (classification's fallback)."""
+        return {self.id: self.failure_cause, **self.stage_causes}

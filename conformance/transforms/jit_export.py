@@ -1,0 +1,58 @@
+"""Tracing and scripting into a graph: TorchScript (script, trace) and torch.export."""
+
+from __future__ import annotations
+
+import torch
+
+from .harness import FORWARD_GRAD, Context, Transform, TransformRun, build, eager, leaks, run_forward_backward, stage, watch_state
+
+#: where these transforms stand in the table (and the report's columns)
+ORDER = 40
+
+
+def other_input(ctx: Context) -> torch.Tensor:
+    """A second input of the same shape, different values: exposes data-dependent branches frozen by tracing."""
+    return (ctx.input() * -1.3).flip(ctx.batch_dim)
+
+
+def jit_script(ctx: Context) -> TransformRun:
+    """torch.jit.script(module) computes and differentiates like the eager module."""
+    module = build(ctx)
+    with stage("jit_script"):
+        scripted = torch.jit.script(module)
+    result = run_forward_backward(ctx, scripted, scripted, name="jit_script")
+    result.baseline = eager(ctx)
+    return result
+
+
+def jit_trace(ctx: Context) -> TransformRun:
+    """torch.jit.trace on one input computes like the eager module on another input of the same shape."""
+    module = build(ctx)
+    with stage("jit_trace"):
+        traced = torch.jit.trace(module, (ctx.input(),), check_trace=False)
+    x2 = other_input(ctx)
+    result = run_forward_backward(ctx, traced, traced, x2, name="jit_trace")
+    result.baseline = eager(ctx, x=x2)
+    return result
+
+
+def export(ctx: Context) -> TransformRun:
+    """torch.export.export(module) runs like the eager module on another input, leaving the module untouched."""
+    module = build(ctx)
+    before = watch_state(module)
+    with stage("export"):
+        program = torch.export.export(module, (ctx.input(),))
+        exported = program.module()
+    x2 = other_input(ctx)
+    with stage("export"):
+        y = exported(x2)
+    result = TransformRun(y=y.detach(), baseline=TransformRun(y=eager(ctx, x=x2).y))
+    result.findings.leaks = leaks(module, *before)
+    return result
+
+
+TRANSFORMS = (
+    Transform("jit_script", jit_script, FORWARD_GRAD, failure_cause="jit-unsupported"),
+    Transform("jit_trace", jit_trace, FORWARD_GRAD, failure_cause="jit-unsupported"),
+    Transform("export", export, ("preserves_forward", "no_state_leak"), failure_cause="export-failed"),
+)
