@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from .core.settings import PROFILES, UsageError, configure_process, profile_name
 from .core.escape import terminal_text, visible
+from .core.settings import PROFILES, UsageError, configure_process, profile_name
 
 
 def load_subjects(where: str) -> None:

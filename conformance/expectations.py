@@ -17,8 +17,9 @@ from pathlib import Path
 from tabulate import tabulate
 
 from .core.escape import terminal_text
-from .records.expectations import (ExpectationsError, compare, default_path, dump, dumps, environment_name, load)
-from .report.data import left_out_note, load as load_records
+from .records.expectations import ExpectationsError, compare, default_path, dump, dumps, environment_name, load
+from .report.data import left_out_note
+from .report.data import load as load_records
 
 
 def _recorded(paths: list[str], env: str) -> tuple[dict[str, dict], str | None]:

@@ -5,7 +5,7 @@ The set-up installs from here, so a library is declared once, beside its adapter
 
     python -m conformance.libraries requirements [--no-deps | --with-deps] [--gpu]   # one requirement per line
     python -m conformance.libraries dependencies [--gpu]    # what the --no-deps ones (all, with --gpu) import
-    python -m conformance.libraries sdist NAME              # "distribution version sha256" of a library built from source
+    python -m conformance.libraries sdist NAME              # "distribution version sha256" of one built from source
     python -m conformance.libraries list                    # name, requirement and how it is installed
 
 Importing an adapter module never imports its library (that happens when a subject is built), so this works

@@ -24,19 +24,28 @@ import hashlib
 import json
 import os
 import shlex
+import sys
 import tempfile
 import threading
 import time
-import sys
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .records.io import CellResult, RecordWriter, environment, iter_records, make_record, write_suite_file
-from .core.settings import DEFAULT_TIMEOUT_S, PROFILES, UsageError, cell_timeout_s, configure_process, hard_limit_s, profile_name, register_hypothesis_profiles
 from .core.escape import terminal_text, visible
+from .core.settings import (
+    DEFAULT_TIMEOUT_S,
+    PROFILES,
+    UsageError,
+    cell_timeout_s,
+    configure_process,
+    hard_limit_s,
+    profile_name,
+    register_hypothesis_profiles,
+)
+from .records.io import CellResult, RecordWriter, environment, iter_records, make_record, write_suite_file
 
 if TYPE_CHECKING:  # conformance.core.types imports torch: not loaded in sessions that run no cell
     from .core.types import Cell
@@ -405,7 +414,9 @@ class Progress:
 
 def _clock(seconds: float) -> str:
     seconds = int(max(seconds, 0))
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 # ------------------------------------------------------------------------------------------- node ids

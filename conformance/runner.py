@@ -31,6 +31,7 @@ from .records.io import NO_DEVICE, CellResult
 from .transforms import Context, TransformRun
 from .transforms.harness import DTYPES
 
+
 class CellTimeout(BaseException):
     """Raised by the alarm in the cell's thread. A BaseException so hypothesis does not shrink it."""
 

@@ -64,7 +64,8 @@ def main() -> int:
     outcomes = Counter(r["outcome"] for r in records)
     faulty = Counter((r["subject"].split("[")[0], r["outcome"]) for r in records if r["library"] == "faultylib")
     print(f"resume: rc {resumed.returncode} in {time.monotonic() - started:.0f} s; "
-          f"{len(per_cell)} cells, {len(records)} records; records per cell: {sorted(Counter(per_cell.values()).items())}")
+          f"{len(per_cell)} cells, {len(records)} records; records per cell: "
+          f"{sorted(Counter(per_cell.values()).items())}")
     print(f"outcomes: {dict(outcomes)}")
     print(f"the unreliable library: {dict(faulty)}")
     print("summary lines:", *[line for line in resumed.stdout.splitlines() if line.startswith("conformance:")],

@@ -13,8 +13,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from conformance.subjects.reference import SpecModule
 from conformance.core.types import Example, Subject
+from conformance.subjects.reference import SpecModule
 from reference import neurons, packing, quant, surrogate
 
 
@@ -77,7 +77,8 @@ class WrongSurrogateSlope(nn.Module):
 
 
 class _OldStyleSign(torch.autograd.Function):
-    """A custom Function written the pre-2.0 way: forward(ctx, ...) and no setup_context (as bitorch's, hpi-xnor/bitorch#4)."""
+    """A custom Function written the pre-2.0 way: forward(ctx, ...) and no setup_context (as bitorch's,
+    hpi-xnor/bitorch#4)."""
 
     @staticmethod
     def forward(ctx, x):
@@ -95,7 +96,8 @@ class NoSetupContext(nn.Module):
 
 
 class ItemInForward(nn.Module):
-    """Reads a tensor value into Python (``.item()``) in forward, like bitorch-engine's ``scale_a.item()`` in BinaryConv2dCutlass."""
+    """Reads a tensor value into Python (``.item()``) in forward, like bitorch-engine's ``scale_a.item()`` in
+    BinaryConv2dCutlass."""
 
     def __init__(self, weight):
         super().__init__()

@@ -7,7 +7,6 @@ library would, and count the records per cell.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -23,10 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance import registry
-from conformance.plugin import cell_from_nodeid
-from conformance.records.io import iter_records
 from conformance.core.settings import UsageError
 from conformance.core.types import Cell
+from conformance.plugin import cell_from_nodeid
+from conformance.records.io import iter_records
 
 ROOT = Path(__file__).resolve().parent.parent
 MATRIX = ROOT / "suites" / "test_matrix.py"
@@ -143,7 +142,8 @@ def test_a_crash_and_hangs_cost_one_cell_each_under_loadgroup(tmp_path):
     results = tmp_path / "results"
     started = time.monotonic()
     done = pytest_run([str(MATRIX), "-n", "2", "--dist", "loadgroup", "-q", "--results-dir", str(results),
-                       "--cell-timeout", "1", "-k", "faulty and cpu and float32 and eager and not compile and not checkpoint"],
+                       "--cell-timeout", "1",
+                       "-k", "faulty and cpu and float32 and eager and not compile and not checkpoint"],
                       cwd=tmp_path, site=site)
     elapsed = time.monotonic() - started
     log = done.stdout + done.stderr
@@ -221,7 +221,8 @@ def test_a_killed_run_is_finished_by_resume_with_every_cell_recorded_once(tmp_pa
     site = install_faulty_library(tmp_path)
     results = tmp_path / "results"
     args = [str(MATRIX), "-n", "2", "--dist", "loadgroup", "-q", "--results-dir", str(results),
-            "-k", "faulty and cpu and float32 and (eager or copy or pickle or state_dict) and not compile and not checkpoint"]
+            "-k", "faulty and cpu and float32 and (eager or copy or pickle or state_dict) "
+                  "and not compile and not checkpoint"]
     env = {"FAULTY_SUBJECTS": "slow,fine", "FAULTY_SLOW_S": "0.1"}
     run = pytest_run(args, cwd=tmp_path, site=site, env=env, new_session=True, wait=False)
     deadline = time.monotonic() + 300

@@ -14,14 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from conformance import expectations
-from conformance import registry
-from conformance.core.causes import CheckFailed, classify
+from conformance import expectations, registry
 from conformance.checks.compare import compare
+from conformance.core.causes import CheckFailed, classify
+from conformance.core.tolerance import DEFAULTS, OVERRIDES, tolerance
+from conformance.core.types import Cell, Known, Subject
 from conformance.records.io import CellResult, RecordWriter, iter_records, make_record
 from conformance.runner import run_cell
-from conformance.core.tolerance import DEFAULTS, OVERRIDES, tolerance
-from conformance.core.types import Cell, Example, Known, Subject
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -218,8 +217,8 @@ def test_a_known_failure_for_another_torch_release_neither_applies_nor_is_stale(
 
 
 def test_a_known_failure_accepts_only_its_causes():
-    from conformance.runner import _apply_known
     from conformance.records.io import CellResult
+    from conformance.runner import _apply_known
 
     entry = Known(transform="eager", cause="forward-raised", also=("dtype-mismatch",), reason="one finding")
 

@@ -6,8 +6,8 @@ import torch
 
 from conformance import registry
 from conformance.checks import CHECKS
-from conformance.runner import run_cell
 from conformance.core.types import Cell, Subject
+from conformance.runner import run_cell
 
 from .mutants import MUTANTS
 

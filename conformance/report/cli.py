@@ -33,13 +33,26 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..records import expectations
-from ..core.fileio import atomic_write_many
-from .data import JSON_SCHEMA_VERSION, Loaded, build_model, diff, in_environment, left_out_note, load, load_baseline, load_bench, matrix_json, parse_environment, versions_note
 from ..core.escape import terminal_text
+from ..core.fileio import atomic_write_many
+from ..records import expectations
+from ..records.io import DEFAULT_DIR
+from .data import (
+    JSON_SCHEMA_VERSION,
+    Loaded,
+    build_model,
+    diff,
+    in_environment,
+    left_out_note,
+    load,
+    load_baseline,
+    load_bench,
+    matrix_json,
+    parse_environment,
+    versions_note,
+)
 from .html import render_chunks
 from .markdown import diff_summary, render_diff_markdown, render_markdown, render_summary
-from ..records.io import DEFAULT_DIR
 
 DEFAULT_OUT = Path("reports")
 DEFAULT_RUN = ("{python} -m pytest suites/test_matrix.py -n auto --dist loadgroup -p no:cacheprovider -q "

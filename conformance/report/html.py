@@ -18,8 +18,8 @@ import json
 import math
 from typing import Iterator
 
-from .data import WORST_FIRST, Diff, Loaded, error_size, left_out_note
 from ..core.escape import html_text, json_text
+from .data import WORST_FIRST, Diff, Loaded, error_size, left_out_note
 
 SYMBOLS = {"pass": "✓", "xfail": "○", "xpass": "★", "fail": "✗", "timeout": "◔", "crash": "☠", "skip": "–"}
 MEANING = {"pass": "matches its spec / property holds", "xfail": "known failure (listed with reason and link)",

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from ..core.escape import md_code, md_fence, md_text, md_url, terminal_text
 from ..core.fileio import atomic_write
 from .data import LEFT_BEHIND, left_behind, load
-from ..core.escape import md_code, md_fence, md_text, md_url, terminal_text
 
 FAILING = ("fail", "xfail", "xpass", "crash", "timeout")
 #: Libraries under test as transforms rather than subjects: their page gathers the cells of their transforms.

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from .data import WORST_FIRST, Diff, Loaded, aggregate, error_size, group, left_out_note
 from ..core.escape import md_code, md_text, md_url
+from .data import WORST_FIRST, Diff, Loaded, aggregate, error_size, group, left_out_note
 from .html import MEANING, SYMBOLS
 
 #: GitHub refuses a comment longer than 65,536 characters; summary.md stays under this many UTF-8 bytes (never

@@ -21,8 +21,8 @@ import torch
 from hypothesis import strategies as st
 from torch import nn
 
-from . import load_parameters as _load
 from ..core.types import Example, Known, Library, Subject
+from . import load_parameters as _load
 
 LIBRARY = Library("bitorch", "bitorch", "0.4.1")
 REQUIRES = ("bitorch",)

@@ -40,8 +40,8 @@ from typing import Iterator
 from hypothesis import strategies as st
 from torch import nn
 
-from . import load_parameters as _load
 from ..core.types import Example, Known, Library, Subject
+from . import load_parameters as _load
 
 #: No wheel exists: scripts/install-libraries.sh builds its two CPU extensions from the pinned sdist (not on the GPU).
 LIBRARY = Library("bitorch_engine", "bitorch-engine", "0.1.0", gpu=False,

@@ -29,9 +29,9 @@ import torch
 from hypothesis import strategies as st
 from torch import nn
 
-from . import load_parameters as _load
-from ..transforms.bdpy import POSITIONAL_LINK, TUPLE_OUTPUT_LINK
 from ..core.types import Example, Known, Library, Subject
+from ..transforms.bdpy import POSITIONAL_LINK, TUPLE_OUTPUT_LINK
+from . import load_parameters as _load
 
 LIBRARY = Library("brevitas", "brevitas", "0.13.4",
                   dependencies=("dependencies==2.0.1", "unfoldNd"))

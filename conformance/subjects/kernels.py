@@ -12,8 +12,8 @@ from typing import Iterator
 from hypothesis import strategies as st
 from torch import nn
 
-from . import load_parameters
 from ..core.types import Example, Known, Library, Subject
+from . import load_parameters
 
 #: This project's own kernels run in Triton (its interpreter on the CPU); the GPU machine brings its own Triton.
 TRITON = Library("triton", "triton", "3.9.0", gpu=False)

@@ -24,9 +24,9 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from ..core.types import Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
 from ..transforms.bdpy import known_tuple_output as bdpy_tuple_output
-from ..core.types import Example, Known, Library, Subject
 
 #: Installed without its declared dependencies: it declares torchvision (a CUDA torch) and imports it only for datasets.
 LIBRARY = Library("norse", "norse", "1.1.0", no_deps=True,

@@ -22,8 +22,14 @@ _SRC = "https://github.com/synsense/sinabs/blob/develop/sinabs"
 
 
 def _neuron_kwargs(hyper: dict[str, Any]) -> dict[str, Any]:
-    from sinabs.activation import (MembraneReset, MembraneSubtract, MultiGaussian, MultiSpike, SingleExponential,
-                                   SingleSpike)
+    from sinabs.activation import (
+        MembraneReset,
+        MembraneSubtract,
+        MultiGaussian,
+        MultiSpike,
+        SingleExponential,
+        SingleSpike,
+    )
 
     if hyper["surrogate"] == "single_exponential":
         surrogate = SingleExponential(grad_width=float(hyper["grad_width"]), grad_scale=float(hyper["grad_scale"]))

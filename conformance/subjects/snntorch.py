@@ -28,8 +28,8 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 from torch import nn
 
-from ..transforms.bdpy import known_stepped as bdpy_stepped
 from ..core.types import Example, Known, Library, Subject
+from ..transforms.bdpy import known_stepped as bdpy_stepped
 
 LIBRARY = Library("snntorch", "snntorch", "1.0.0")
 # The 1.0.0 wheel's surrogate.py and _neurons/{neurons,leaky,synaptic,alpha,lapicque,rleaky,rsynaptic}.py are

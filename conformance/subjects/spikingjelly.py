@@ -14,8 +14,8 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from ..transforms.bdpy import known_stepped as bdpy_stepped
 from ..core.types import Example, Known, Library, Subject
+from ..transforms.bdpy import known_stepped as bdpy_stepped
 
 #: Installed without its declared dependencies: it declares torchvision/torchaudio (a CUDA torch) and imports neither.
 LIBRARY = Library("spikingjelly", "spikingjelly", "2.0.0", no_deps=True,

@@ -44,11 +44,11 @@ SUBJECT_LAYER = "subject"
 POSITIONAL_LINK = f"{SOURCE}#L89"  # features[layer] = outputs[i]
 TUPLE_OUTPUT_LINK = f"{SOURCE}#L138"  # outputs.append(module_out.detach().clone())
 BY_REFERENCE = ("FeatureExtractor(detach=False) keeps each hooked module_out by reference "
-                "(FeatureExtractorHandle.outputs.append(module_out)); the in-place op after the subject (bdpy issue 16's "
-                "ReLU(inplace=True)) overwrites the subject's feature before run() returns")
-GRAD_THROUGH_OVERWRITTEN = ("FeatureExtractor(detach=False) returns the subject's output tensor itself, which the in-place "
-                            "op downstream has turned into 2*y+1: a loss on that feature back-propagates through the "
-                            "in-place op, giving twice the eager gradient")
+                "(FeatureExtractorHandle.outputs.append(module_out)); the in-place op after the subject (bdpy issue "
+                "16's ReLU(inplace=True)) overwrites the subject's feature before run() returns")
+GRAD_THROUGH_OVERWRITTEN = ("FeatureExtractor(detach=False) returns the subject's output tensor itself, which the "
+                            "in-place op downstream has turned into 2*y+1: a loss on that feature back-propagates "
+                            "through the in-place op, giving twice the eager gradient")
 TUPLE_OUTPUT = ("FeatureExtractorHandleDetach calls module_out.detach().clone() on every hooked output; a submodule "
                 "returning a tuple (a norse cell's (spikes, state)) makes the hook raise AttributeError inside forward")
 POSITIONAL = ("run() pairs hook outputs with layer names by position (features[layer] = outputs[i]), so a layer that "

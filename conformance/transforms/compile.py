@@ -8,7 +8,18 @@ import torch
 from torch import nn
 
 from ..core.causes import TransformFailed
-from .harness import FORWARD_GRAD, Context, Transform, TransformRun, build, eager, leaks, run_forward_backward, stage, watch_state
+from .harness import (
+    FORWARD_GRAD,
+    Context,
+    Transform,
+    TransformRun,
+    build,
+    eager,
+    leaks,
+    run_forward_backward,
+    stage,
+    watch_state,
+)
 
 #: where these transforms stand in the table (and the report's columns)
 ORDER = 30
@@ -49,7 +60,8 @@ def _first_lines(reason: str) -> str:
     return headline[:300]
 
 
-def _compile_transform(name: str, backend: str, dynamic: bool | None, *, explain: bool) -> Callable[[Context], TransformRun]:
+def _compile_transform(name: str, backend: str, dynamic: bool | None, *,
+                       explain: bool) -> Callable[[Context], TransformRun]:
     def transform(ctx: Context) -> TransformRun:
         import torch._dynamo
 

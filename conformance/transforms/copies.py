@@ -10,13 +10,24 @@ from typing import Callable
 from torch import nn
 
 from ..core.types import Example
-from .harness import FORWARD_GRAD, Context, Transform, TransformRun, after_use, build, eager, run_forward_backward, stage
+from .harness import (
+    FORWARD_GRAD,
+    Context,
+    Transform,
+    TransformRun,
+    after_use,
+    build,
+    eager,
+    run_forward_backward,
+    stage,
+)
 
 #: where these transforms stand in the table (and the report's columns)
 ORDER = 10
 
 
-def _copy_transform(name: str, copier: Callable[[nn.Module], nn.Module], used: bool) -> Callable[[Context], TransformRun]:
+def _copy_transform(name: str, copier: Callable[[nn.Module], nn.Module],
+                    used: bool) -> Callable[[Context], TransformRun]:
     def transform(ctx: Context) -> TransformRun:
         original = build(ctx)
         if used:

@@ -8,7 +8,18 @@ import torch
 from torch import nn
 
 from ..core.types import Library
-from .harness import FORWARD_GRAD, Context, Transform, TransformRun, build, eager, grad_or_zeros, leaks, stage, watch_state
+from .harness import (
+    FORWARD_GRAD,
+    Context,
+    Transform,
+    TransformRun,
+    build,
+    eager,
+    grad_or_zeros,
+    leaks,
+    stage,
+    watch_state,
+)
 
 #: where these transforms stand in the table (and the report's columns)
 ORDER = 20

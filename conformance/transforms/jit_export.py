@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import torch
 
-from .harness import FORWARD_GRAD, Context, Transform, TransformRun, build, eager, leaks, run_forward_backward, stage, watch_state
+from .harness import (
+    FORWARD_GRAD,
+    Context,
+    Transform,
+    TransformRun,
+    build,
+    eager,
+    leaks,
+    run_forward_backward,
+    stage,
+    watch_state,
+)
 
 #: where these transforms stand in the table (and the report's columns)
 ORDER = 40

@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 pytest.importorskip("triton")
 
+from conformance.core.tolerance import tolerance  # noqa: E402
 from kernels import binary as B  # noqa: E402
 from kernels import lif as L  # noqa: E402
 from reference import binary as RB  # noqa: E402
 from reference import neurons as N  # noqa: E402
 from reference import packing as P  # noqa: E402
-from conformance.core.tolerance import tolerance  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # KERNEL_TEST_EXAMPLES: fewer drawn examples (each new shape class compiles kernels on CUDA)

@@ -8,12 +8,12 @@ import torch
 from torch import nn
 
 from conformance import registry
-from conformance.core.causes import CheckFailed
 from conformance.checks.hooks import check_hook_capture_intact
+from conformance.core.causes import CheckFailed
+from conformance.core.types import Cell, Subject
 from conformance.runner import run_cell
 from conformance.transforms import HookCapture, TransformRun
 from conformance.transforms.bdpy import judge_features
-from conformance.core.types import Cell, Subject
 
 
 class Scale(nn.Module):

@@ -19,8 +19,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 from conformance import registry
-from conformance.subjects import bitorch_engine as adapters
 from conformance.core.types import Example
+from conformance.subjects import bitorch_engine as adapters
 from reference import binary
 
 SUBJECTS = [s.id for s in adapters.subjects()]

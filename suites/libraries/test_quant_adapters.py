@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from conformance.core.types import Example
 from conformance.subjects import bitorch as bitorch_adapters
 from conformance.subjects import brevitas as brevitas_adapters
-from conformance.core.types import Example
 from reference import binary, quant
 
 

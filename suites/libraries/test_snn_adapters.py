@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from conformance.core.types import Example
 from conformance.subjects import norse as norse_subjects
 from conformance.subjects import sinabs as sinabs_subjects
 from conformance.subjects import spikingjelly as sj_subjects
-from conformance.core.types import Example
 from reference import neurons, surrogate
 
 

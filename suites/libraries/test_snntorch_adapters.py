@@ -10,8 +10,8 @@ import pickle
 import pytest
 import torch
 
-from conformance.subjects import snntorch as adapters
 from conformance.core.types import Example
+from conformance.subjects import snntorch as adapters
 
 snntorch = pytest.importorskip("snntorch")
 
@@ -113,7 +113,6 @@ def test_rsynaptic_rollout_passes_step_shaped_state():
 
 def test_known_failures_name_registered_causes_and_evidence():
     from conformance.core.causes import CAUSES
-
     from conformance.transforms.bdpy import SOURCE as BDPY_SOURCE
 
     for subject in adapters.subjects():

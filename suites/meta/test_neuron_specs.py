@@ -9,7 +9,8 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conformance.specs.neuron import SPECS
 from reference import neurons as N

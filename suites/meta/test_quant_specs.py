@@ -12,7 +12,8 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conformance.core import strategies as S
 from conformance.specs.quant import SPECS

@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from conformance.report import cli as report, data as report_data
 from conformance.core.fileio import atomic_write
+from conformance.report import cli as report
+from conformance.report import data as report_data
 from conformance.report.cli import main
 from conformance.report.data import WORST_FIRST, aggregate, diff, load, worst
 

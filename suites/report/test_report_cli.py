@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from conformance import expectations
+from conformance.records.io import NO_DEVICE
 from conformance.report import cli as report
 from conformance.report.cli import main
-from conformance.records.io import NO_DEVICE
 
 from .conftest import ENV, read_json, record, write
 

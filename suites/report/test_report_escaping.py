@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from conformance import expectations
-from conformance.report import libdocs, html as report_html
-from conformance.report.cli import main
 from conformance.core.escape import md_code, md_text
+from conformance.report import html as report_html
+from conformance.report import libdocs
+from conformance.report.cli import main
 
 from .conftest import record, write
 

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from conformance import expectations
+from conformance.records.io import NO_DEVICE
 from conformance.report.cli import main
 from conformance.report.data import LATEST_RUN, NEWEST_SUITE, load
-from conformance.records.io import NO_DEVICE
 
 from .conftest import ENV, read_json, record, write
 
