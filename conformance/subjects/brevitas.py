@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import torch
 from hypothesis import strategies as st
 from torch import nn
 
