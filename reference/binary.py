@@ -13,8 +13,15 @@ import torch
 import torch.nn.functional as F
 
 from reference import _validate
-from reference.quant import (WEIGHT_SCALINGS, _sign, approx_sign, binarize_weight, sign_clipped_ste,
-                             sign_hardtanh_ste, sign_ste)
+from reference.quant import (
+    WEIGHT_SCALINGS,
+    _sign,
+    approx_sign,
+    binarize_weight,
+    sign_clipped_ste,
+    sign_hardtanh_ste,
+    sign_ste,
+)
 
 INPUT_QUANTS = ("none", "ste", "clipped_ste", "approx_sign", "hardtanh_ste")
 PAD_VALUES = (0.0, -1.0, 1.0)

@@ -32,7 +32,8 @@ from typing import Any, Callable
 import torch
 
 from reference import _validate
-from reference.surrogate import SURROGATES, spike as _surrogate_spike
+from reference.surrogate import SURROGATES
+from reference.surrogate import spike as _surrogate_spike
 
 RESET_MECHANISMS = ("subtract", "zero", "none")
 

@@ -366,12 +366,6 @@ def _pact_partials(x: torch.Tensor, alpha: torch.Tensor) -> tuple[torch.Tensor, 
     return inside, above
 
 
-def pact_grad(x: torch.Tensor, alpha: torch.Tensor, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(g * 1[0 <= x < alpha], sum(g * 1[x >= alpha]))`` (the alpha gradient summed to alpha's shape)."""
-    inside, above = _pact_partials(x, alpha)
-    return grad_output * inside, (grad_output * above).sum_to_size(alpha.shape)
-
-
 def pact(x: torch.Tensor, alpha: torch.Tensor, *, bits: int = 4) -> torch.Tensor:
     """PACT activation quantizer with learnable clip level ``alpha`` (Choi et al. 2018).
 
@@ -407,13 +401,6 @@ def _lsq_partials(x: torch.Tensor, step: torch.Tensor, *, bits: int, signed: boo
     outside = torch.where(v < -qn, torch.full_like(v, -qn), torch.full_like(v, qp))
     d_step = torch.where(inside, torch.round(v) - v, outside)
     return inside.to(x.dtype), d_step * g
-
-
-def lsq_grad(x: torch.Tensor, step: torch.Tensor, grad_output: torch.Tensor, *, bits: int = 4, signed: bool = True,
-             grad_scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(g * 1[-Qn <= x/s <= Qp], sum(g * grad_scale * {round(x/s) - x/s | -Qn | Qp}))``."""
-    d_x, d_step = _lsq_partials(x, step, bits=bits, signed=signed, grad_scale=grad_scale)
-    return grad_output * d_x, (grad_output * d_step).sum_to_size(step.shape)
 
 
 def lsq(x: torch.Tensor, step: torch.Tensor, *, bits: int = 4, signed: bool = True,

@@ -405,11 +405,9 @@ def versions_note(loaded: Loaded) -> str | None:
 # ----------------------------------------------------------------------------------------------- aggregation
 def aggregate(rows: Iterable[dict]) -> dict:
     """Counts per outcome, the worst outcome, ``n_pass/n_total`` (skips excluded) and causes of ``rows``."""
-    counts = Counter(r["outcome"] for r in rows_list(rows))
-    causes = Counter()
-    for r in rows_list(rows):
-        if r["cause"] and r["outcome"] != "pass":
-            causes[r["cause"]] += 1
+    rows = rows_list(rows)  # read twice below: a generator would give no causes
+    counts = Counter(r["outcome"] for r in rows)
+    causes = Counter(r["cause"] for r in rows if r["cause"] and r["outcome"] != "pass")
     total = sum(counts.values()) - counts.get("skip", 0)
     return {"counts": {o: counts[o] for o in WORST_FIRST if counts.get(o)},
             "worst": worst(counts), "n_pass": counts.get("pass", 0), "n_total": total,
