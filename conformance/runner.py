@@ -27,7 +27,7 @@ from .core.causes import CheckFailed, TransformFailed, classify
 from .core.settings import PROFILES, cell_timeout_s, profile_name
 from .core.strategies import stable_draws
 from .core.types import Cell, Example
-from .records.io import NO_DEVICE, CellResult
+from .records.io import NO_DEVICE, NOT_APPLICABLE, CellResult
 from .transforms import Context, TransformRun
 from .transforms.harness import DTYPES
 
@@ -142,7 +142,7 @@ def skip_reason(cell: Cell) -> str | None:
     transform = registry.transforms()[cell.transform]
     reason = registry.not_applicable(cell, subject, spec, transform)
     if reason:
-        return f"not applicable: {reason}"
+        return f"{NOT_APPLICABLE}{reason}"
     missing = registry.missing_requirement(subject.requires + transform.requires)
     if missing:
         return f"optional library {missing!r} is not installed"

@@ -5,6 +5,10 @@ File layout (``"schema": 1``)::
     {"schema": 1, "env": "cpu-torch2.13",
      "cells": {"<subject>|<transform>|<check>|<device>|<dtype>": {"outcome": "pass", "cause": null}, ...}}
 
+Sparse: a cell whose outcome the suite's own data already implies is not listed (:func:`implied`: a known failure
+that failed as its entry declares, a cell inapplicable by design, a cell of a device the machine lacks). A run's
+cell that is not listed must be implied; a listed one must match.
+
 Accepting a change is one command: ``python -m conformance.expectations accept --results DIR`` (or
 ``python -m conformance.report --write-expectations FILE --env NAME``) rewrites the file from the recorded results.
 
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import SUITE_ROOT
+from .io import NO_DEVICE, NOT_APPLICABLE
 from .schema import OUTCOMES
 
 SCHEMA = 1
@@ -67,9 +72,27 @@ def load(path: Path | str) -> dict:
     return {"schema": SCHEMA, "env": data.get("env", ""), "cells": data["cells"]}
 
 
+def implied(outcome: str, message: str | None, known) -> bool:
+    """Whether a cell's outcome follows from the suite's own data, so that an expectations file need not list it: a
+    known failure that failed as its entry declares (xfail: the runner has checked the cause against the entry), a
+    cell inapplicable by design, a CUDA cell on a machine without one."""
+    if outcome == "xfail":
+        return bool(known)
+    return outcome == "skip" and isinstance(message, str) and (message.startswith(NOT_APPLICABLE)
+                                                              or message == NO_DEVICE)
+
+
+def is_implied(cell: dict) -> bool:
+    """``implied`` for a report row or a cell value ({"outcome", "cause", "implied"}) that already says."""
+    if "implied" in cell:
+        return bool(cell["implied"])
+    return implied(cell["outcome"], cell.get("message"), cell.get("known"))
+
+
 def dump(rows: Iterable[dict], env: str) -> dict:
-    """Expectations from merged report rows (each with ``id``, ``outcome``, ``cause``), keys sorted."""
-    cells = {r["id"]: {"outcome": r["outcome"], "cause": r.get("cause")} for r in rows}
+    """Expectations from merged report rows (``id``, ``outcome``, ``cause`` and, to tell what is implied,
+    ``message`` and ``known`` or ``implied``): every cell but the implied ones, keys sorted."""
+    cells = {r["id"]: {"outcome": r["outcome"], "cause": r.get("cause")} for r in rows if not is_implied(r)}
     return {"schema": SCHEMA, "env": env, "cells": dict(sorted(cells.items()))}
 
 
@@ -94,18 +117,21 @@ def default_path(env: str) -> Path:
 
 
 def compare(expected: dict, actual: dict[str, dict], *, complete: bool) -> list[tuple[str, str, str]]:
-    """Differences as (cell, expected, actual) strings: changed outcome or cause, new cells, and (when the run
-    was complete) cells that were expected but did not run."""
-    def show(value: dict | None) -> str:
+    """Differences as (cell, expected, actual) strings: changed outcome or cause, cells neither listed nor implied
+    (``actual`` values carry ``implied``, or ``message`` and ``known``), and (when the run was complete) listed cells
+    that did not run."""
+    def show(value: dict | None, missing: str = "(absent)") -> str:
         if value is None:
-            return "(absent)"
+            return missing
         return value["outcome"] + (f" [{value['cause']}]" if value.get("cause") else "")
 
     diffs = []
     for cell, got in sorted(actual.items()):
         want = expected["cells"].get(cell)
+        if want is None and is_implied(got):
+            continue  # not listed, and its outcome is the one the suite's data implies
         if want is None or (want["outcome"], want.get("cause")) != (got["outcome"], got.get("cause")):
-            diffs.append((cell, show(want), show(got)))
+            diffs.append((cell, show(want, "(not listed, not implied)"), show(got)))
     if complete:
         for cell in sorted(set(expected["cells"]) - set(actual)):
             diffs.append((cell, show(expected["cells"][cell]), "(absent)"))

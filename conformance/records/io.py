@@ -218,6 +218,8 @@ def cell_key(record: dict) -> str:
 
 #: The skip message of a CUDA cell on a machine without a GPU (see conformance.runner.skip_reason).
 NO_DEVICE = "no CUDA device on this machine"
+#: How the skip message of a cell inapplicable by design begins (the reason follows).
+NOT_APPLICABLE = "not applicable: "
 
 
 def _merge_rank(record: dict) -> tuple[bool, str]:

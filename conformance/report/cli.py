@@ -260,11 +260,12 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
             except (OSError, ValueError) as exc:
                 say(str(exc))
                 return 2
+        sparse = Path(args.diff_against).suffix == ".json"  # an expectations file lists no implied cell
         if diff_env is not None and loaded.env_cells is not None:  # like with like: that environment's records
             the_diff = diff(baseline, loaded.env_cells, against=str(args.diff_against), environment=environment,
-                            left_out=loaded.left_out)
+                            left_out=loaded.left_out, sparse=sparse)
         else:
-            the_diff = diff(baseline, loaded.rows, against=str(args.diff_against))
+            the_diff = diff(baseline, loaded.rows, against=str(args.diff_against), sparse=sparse)
     bench = [] if args.no_bench else load_bench(args.bench or default_bench(), loaded.problems)
     model = build_model(loaded, the_diff, bench=bench)
     outputs = {"matrix.html": render_chunks(loaded, model, the_diff),

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..records.expectations import implied, is_implied
 from ..records.io import NO_DEVICE, Problem, cell_key, iter_records, read_suite_files
 
 #: Version of matrix.json's layout (bump on an incompatible change).
@@ -303,7 +304,9 @@ class _Loader:
                 old = self.env_chosen.get(key)
                 if old is None or rank >= old[0]:
                     self.env_chosen[key] = (rank, {"outcome": self.intern(record["outcome"]),
-                                                   "cause": self.intern(record.get("cause"))})
+                                                   "cause": self.intern(record.get("cause")),
+                                                   "implied": implied(record["outcome"], record.get("message"),
+                                                                      record.get("known"))})
             else:
                 self.left_out[environment_label(env)] += 1
         old = self.chosen.get(key)
@@ -534,7 +537,7 @@ def load_baseline(path: Path | str, problems: list[Problem]) -> dict[str, dict]:
     from ..records import expectations
 
     path = Path(path)
-    if path.suffix == ".json" and not path.is_dir():
+    if path.suffix == ".json" and not path.is_dir():  # sparse: an implied cell is not listed (diff's ``sparse``)
         return {cell: {"outcome": v["outcome"], "cause": v.get("cause")}
                 for cell, v in expectations.load(path)["cells"].items()}
     if not path.exists():
@@ -545,20 +548,24 @@ def load_baseline(path: Path | str, problems: list[Problem]) -> dict[str, dict]:
 
 
 def diff(baseline: dict[str, dict], rows: Iterable[dict] | dict[str, dict], against: str = "", *,
-         environment: str | None = None, left_out: dict[str, int] | None = None) -> Diff:
-    """Classify every cell against ``baseline``; ``rows`` are report rows or cell id -> {"outcome", "cause"}.
+         environment: str | None = None, left_out: dict[str, int] | None = None, sparse: bool = False) -> Diff:
+    """Classify every cell against ``baseline``; ``rows`` are report rows or cell id -> {"outcome", "cause",
+    "implied"}.
 
     regression: pass/xfail -> fail/crash/timeout/xpass; fix: fail/crash/timeout -> pass; changed cause: same
     outcome, other cause; changed outcome: any other outcome change (e.g. pass -> skip, fail -> xfail).
-    ``environment`` and ``left_out`` record that only that environment's records were compared.
+    ``environment`` and ``left_out`` record that only that environment's records were compared. With ``sparse``
+    (an expectations file) a cell the baseline does not list is as expected when its outcome is implied.
     """
     result = Diff(against=against, environment=environment, left_out=dict(left_out or {}))
-    current = rows if isinstance(rows, dict) else {r["id"]: {"outcome": r["outcome"], "cause": r["cause"]}
-                                                   for r in rows}
+    current = rows if isinstance(rows, dict) else {r["id"]: {"outcome": r["outcome"], "cause": r["cause"],
+                                                             "implied": is_implied(r)} for r in rows}
     result.compared = len(current)
     for cell in sorted(current):
         new = current[cell]
         old = baseline.get(cell)
+        if old is None and sparse and new.get("implied"):
+            continue
         if old is None:
             result.new.append((cell, new))
         elif old["outcome"] in GOOD and new["outcome"] in BAD:
