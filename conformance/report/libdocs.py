@@ -52,40 +52,68 @@ def render(library: str, records: list) -> str:
     works = sorted({(r["transform"]) for r in records if r["outcome"] == "pass"})
     lines += ["## What works", "", "Transforms with at least one passing check: "
               + ", ".join(md_text(w) for w in works or ["none"]), ""]
-    lines += ["## What fails, and why", ""]
-    groups: dict[tuple, list] = defaultdict(list)
+    lines += ["## What fails, and why", "",
+              "A known failure is described once, with every cell it covers; a failure nobody has explained yet is "
+              "listed per subject.", ""]
+    findings: dict[tuple, list] = defaultdict(list)
     for r in records:
         if r["outcome"] in FAILING:
-            reason = (r.get("known") or {}).get("reason") or ""
-            groups[(r["subject"], r["cause"] or "", reason)].append(r)
-    if not groups:
+            known = r.get("known") or {}
+            if known.get("reason"):
+                findings[("known", r["cause"] or "", known["reason"])].append(r)
+            else:
+                findings[("new", r["cause"] or r["outcome"], r["subject"])].append(r)
+    if not findings:
         lines += ["Nothing: every cell that ran passed.", ""]
-    for (subject, cause, reason), recs in sorted(groups.items()):
-        # the cell shown is chosen by its id, not by the order the workers happened to record in: the page of
-        # an unchanged result does not change between runs
-        first = min(recs, key=lambda r: (r["device"] != "cpu", r["transform"], r["check"], r["dtype"]))
-        cells = sorted({f"{r['transform']}/{r['check']}/{r['device']}/{r['dtype']}" for r in recs})
-        link = (first.get("known") or {}).get("link")
-        lines += [f"### {md_text(subject)}: {md_code(cause or first['outcome'])}", ""]
-        if reason:
+    for (kind, cause, what), recs in sorted(findings.items(), key=lambda kv: (kv[0][0] != "new", kv[0][1:])):
+        subjects = sorted({r["subject"] for r in recs})
+        if kind == "known":
+            # one finding recorded by runs of several suite versions: the evidence a reader can open, if any has it
+            links = sorted({(r.get("known") or {}).get("link") or "" for r in recs} - {""},
+                           key=lambda link: (md_url(link) is None, link))
+            link = links[0] if links else ""
+            lines += [f"### {md_code(cause or 'known failure')}: {len(recs)} cell(s) of {len(subjects)} subject(s)", ""]
             url = md_url(link)
-            lines += [f"**Why:** {md_text(reason)}" + (f" ([evidence]({url}))" if url
-                                                      else (f" (evidence: {md_text(link)})" if link else "")), ""]
-        outcomes = Counter(r["outcome"] for r in recs)
-        lines += [f"Cells ({', '.join(f'{n} {md_text(o)}' for o, n in sorted(outcomes.items()))}): "
-                  + ", ".join(md_code(c) for c in cells[:12]) + (" ..." if len(cells) > 12 else ""), ""]
-        message = _own_message(first).strip().splitlines()
-        if message:
-            lines += [*md_fence("\n".join(m[:160] for m in message[:6])), ""]
-        undone = sorted({line for r in recs for line in left_behind(r)})
-        if undone:
-            lines += ["Left behind in the worker process (the harness undid it before the next cell; in a user's "
-                      "process it stays and changes what runs next):", "", *[f"- {md_code(line)}" for line in undone],
-                      ""]
-        if first.get("example"):
-            lines += [f"Minimal example: {md_code(first['example'][:300])}", ""]
-        lines += ["Reproduce:", "", *md_fence(first.get("reproduce") or "", "bash"), ""]
+            lines += [f"**Why:** {md_text(what)}" + (f" ([evidence]({url}))" if url
+                                                    else (f" (evidence: {md_text(link)})" if link else "")), ""]
+        else:
+            lines += [f"### {md_text(what)}: {md_code(cause)} (not explained by a known failure)", ""]
+        lines += _cells_by_subject(recs)
+        lines += _example(recs)
     return "\n".join(lines)
+
+
+def _cells_by_subject(recs: list) -> list[str]:
+    """One line per subject: the cells (transform/check, devices and dtypes) and their outcomes."""
+    lines = []
+    for subject in sorted({r["subject"] for r in recs}):
+        mine = [r for r in recs if r["subject"] == subject]
+        cells = sorted({f"{r['transform']}/{r['check']}/{r['device']}/{r['dtype']}" for r in mine})
+        outcomes = Counter(r["outcome"] for r in mine)
+        shown = ", ".join(md_code(c) for c in cells[:12]) + (f" and {len(cells) - 12} more" if len(cells) > 12 else "")
+        lines.append(f"- {md_text(subject)} ({', '.join(f'{n} {md_text(o)}' for o, n in sorted(outcomes.items()))}): "
+                     f"{shown}")
+    return lines + [""]
+
+
+def _example(recs: list) -> list[str]:
+    """What one of the cells recorded, and how to run it again."""
+    # the cell shown is chosen by its id, not by the order the workers happened to record in: the page of an
+    # unchanged result does not change between runs
+    first = min(recs, key=lambda r: (r["device"] != "cpu", r["subject"], r["transform"], r["check"], r["dtype"]))
+    cell = "|".join(first[k] for k in ("subject", "transform", "check", "device", "dtype"))
+    lines = [f"For example {md_code(cell)}:", ""]
+    message = _own_message(first).strip().splitlines()
+    if message:
+        lines += [*md_fence("\n".join(m[:160] for m in message[:6])), ""]
+    undone = sorted({line for r in recs for line in left_behind(r)})
+    if undone:
+        lines += ["Left behind in the worker process (the harness undid it before the next cell; in a user's "
+                  "process it stays and changes what runs next):", "", *[f"- {md_code(line)}" for line in undone],
+                  ""]
+    if first.get("example"):
+        lines += [f"Minimal example: {md_code(first['example'][:300])}", ""]
+    return lines + ["Reproduce:", "", *md_fence(first.get("reproduce") or "", "bash"), ""]
 
 
 def _own_message(row) -> str:
