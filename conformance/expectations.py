@@ -17,9 +17,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 from .core.escape import terminal_text
-from .records.expectations import ExpectationsError, compare, default_path, dump, dumps, environment_name, load
-from .report.data import left_out_note
-from .report.data import load as load_records
+from .records.expectations import ExpectationsError, compare, default_path, dump, dumps, environment_name, read
+from .report.data import left_out_note, load_records
 
 
 def _recorded(paths: list[str], env: str) -> tuple[dict[str, dict], str | None]:
@@ -61,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     env = args.env or environment_name()
     path = Path(args.file) if args.file else default_path(env)
     try:
-        expected = load(path) if path.exists() and (args.action == "check" or args.partial) else None
+        expected = read(path) if path.exists() and (args.action == "check" or args.partial) else None
     except ExpectationsError as exc:
         _say(str(exc))
         return 2

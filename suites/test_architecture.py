@@ -153,7 +153,7 @@ def wrapped(ctx: Context) -> TransformRun:
     """The module called through a plain Python wrapper computes what the module computes."""
     module = build(ctx)
     result = run_forward_backward(ctx, lambda x: module(x), module, name="wrapped")
-    result.baseline = eager(ctx)
+    result.against = eager(ctx)
     return result
 
 

@@ -478,7 +478,7 @@ def test_mixed_precision_gradients_are_judged_against_the_whole_gradient_flow():
     eager = TransformRun(grads={"x": torch.tensor([[0.0060]]), "bias": torch.tensor([0.9, -0.4, 0.3, -0.8])})
 
     def outcome(dx: float, dbias=(0.9, -0.4, 0.3, -0.8)) -> TransformRun:
-        return TransformRun(grads={"x": torch.tensor([[dx]]), "bias": torch.tensor(dbias)}, baseline=eager)
+        return TransformRun(grads={"x": torch.tensor([[dx]]), "bias": torch.tensor(dbias)}, against=eager)
 
     check_preserves_grad(ctx, outcome(0.0049), None, "autocast_bf16")
     for broken in (outcome(0.03), outcome(0.006, (0.45, -0.2, 0.15, -0.4))):  # beyond 2% of 0.9; half the bias grad

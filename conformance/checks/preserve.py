@@ -11,12 +11,12 @@ from . import Check
 from .compare import Truth, compare, raise_stored_failure, tie_margin, time_dim, tol
 
 
-def _forward_vs_baseline(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+def _forward_against(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
     # Tie-aware like the spec checks: a transform that reorders arithmetic (a compiler, another device, autocast)
     # may flip a spike whose deciding quantity sits within the rounding margin of its boundary.
     where = "CUDA output vs CPU" if transform == "cpu_vs_cuda" else f"{transform} output vs eager"
-    margin = truth.margin if truth.margin is not None and truth.margin.shape == out.baseline.y.shape else None
-    return compare(out.y, out.baseline.y, tol=tol(ctx, transform, "preserves_forward"),
+    margin = truth.margin if truth.margin is not None and truth.margin.shape == out.against.y.shape else None
+    return compare(out.y, out.against.y, tol=tol(ctx, transform, "preserves_forward"),
                    cause="transform-changed-forward", what=where, margin=margin,
                    tie=tie_margin(ctx, transform), time_dim=time_dim(ctx), batch_dim=ctx.batch_dim)
 
@@ -25,7 +25,7 @@ def check_preserves_forward(ctx: Context, out: TransformRun, truth: Truth, trans
     """The transformed callable computes what the eager module (or the per-sample loop) computes."""
     raise_stored_failure(out)
     tolerance = tol(ctx, transform, "preserves_forward")
-    excused = _forward_vs_baseline(ctx, out, truth, transform)
+    excused = _forward_against(ctx, out, truth, transform)
     if out.findings.second_shape is not None:
         y2, expected2 = out.findings.second_shape
         compare(y2, expected2, tol=tolerance, cause="transform-changed-forward",
@@ -37,17 +37,17 @@ def check_preserves_grad(ctx: Context, out: TransformRun, truth: Truth, transfor
     """The transformed callable's gradients equal the eager module's (or the loop's). An example whose forward
     had an excused tie flip is not compared: its gradient legitimately differs."""
     raise_stored_failure(out)
-    if out.y is not None and out.baseline is not None and out.baseline.y is not None \
-            and out.y.shape == out.baseline.y.shape:
+    if out.y is not None and out.against is not None and out.against.y is not None \
+            and out.y.shape == out.against.y.shape:
         try:
-            if _forward_vs_baseline(ctx, out, truth, transform):
+            if _forward_against(ctx, out, truth, transform):
                 return out.y.numel()
         except CheckFailed:
             pass  # a real forward difference is preserves_forward's finding; the gradients are judged below
     tolerance = tol(ctx, transform, "preserves_grad")
-    expected_grads = out.baseline.grads or {}
+    expected_grads = out.against.grads or {}
     if not expected_grads:
-        raise CheckFailed("transform-changed-grad", "the baseline produced no gradients to compare")
+        raise CheckFailed("transform-changed-grad", "the run it is compared against produced no gradients")
     # A scaled (mixed-precision) tolerance is relative to the module's whole gradient flow: one rounded cotangent
     # feeds every gradient, and a small gradient can be a sum with cancellation of much larger rounded terms
     # (d/dx = sum_j g_j W_j of size 0.006 from terms of size 1: seen on bitorch QLinear and brevitas QuantLinear).

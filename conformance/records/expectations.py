@@ -45,7 +45,7 @@ def _shown(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def load(path: Path | str) -> dict:
+def read(path: Path | str) -> dict:
     """The validated contents of an expectations file: ``{"schema", "env", "cells"}``.
 
     Raises :class:`ExpectationsError` with one line saying what is wrong (unreadable, not JSON, wrong schema or

@@ -44,7 +44,7 @@ from .data import (
     diff,
     in_environment,
     left_out_note,
-    load,
+    load_records,
     load_baseline,
     load_bench,
     matrix_json,
@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
     baseline = diff_env = environment = None
     if args.diff_against and _is_expectations(Path(args.diff_against)):
         try:
-            expected = expectations.load(args.diff_against)
+            expected = expectations.read(args.diff_against)
         except expectations.ExpectationsError as exc:
             say(f"--diff-against: {exc}")
             return 2
@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
     if environment is None and args.write_expectations and parse_environment(args.env):
         environment = args.env
     loader = dict(latest_run_wins=args.latest_run_wins, environment=environment)
-    loaded = load(paths, **loader)
+    loaded = load_records(paths, **loader)
     if explicit:
         unusable = [f"{p} ({'no such file or directory' if not p.exists() else 'no records'})"
                     for p in paths if not loaded.per_source.get(str(p))]
@@ -235,7 +235,7 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
             run_matrix(target, args.run_cmd if args.run_cmd is not None else run_cmd, resume=interrupted, why=why)
             paths = default_results()
             started = time.perf_counter()
-            loaded = load(paths, **loader)
+            loaded = load_records(paths, **loader)
             still = sorted(machine_devices() - loaded.devices)
             if still:
                 say(f"the matrix run recorded no cell of this machine's device(s) {', '.join(still)}")

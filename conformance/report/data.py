@@ -354,7 +354,7 @@ def row_order(r: Row, transform_key) -> tuple:
             r["device"], r["dtype"])
 
 
-def load(paths: Iterable[Path | str], *, latest_run_wins: bool = False, environment: str | None = None) -> Loaded:
+def load_records(paths: Iterable[Path | str], *, latest_run_wins: bool = False, environment: str | None = None) -> Loaded:
     """Read every record under ``paths`` in one streaming pass and keep per cell the record that wins: the newest
     suite version's (by ``env.suite_time``; a record without one is older), then the most recently started; with
     ``latest_run_wins`` only the most recently started. Either way a no-device CUDA skip never displaces a record of
@@ -539,10 +539,10 @@ def load_baseline(path: Path | str, problems: list[Problem]) -> dict[str, dict]:
     path = Path(path)
     if path.suffix == ".json" and not path.is_dir():  # sparse: an implied cell is not listed (diff's ``sparse``)
         return {cell: {"outcome": v["outcome"], "cause": v.get("cause")}
-                for cell, v in expectations.load(path)["cells"].items()}
+                for cell, v in expectations.read(path)["cells"].items()}
     if not path.exists():
         raise FileNotFoundError(f"--diff-against {path}: no such file or directory")
-    baseline = load([path])
+    baseline = load_records([path])
     problems.extend(Problem(p.path, p.line, "baseline: " + p.reason) for p in baseline.problems)
     return {r["id"]: {"outcome": r["outcome"], "cause": r["cause"]} for r in baseline.rows}
 

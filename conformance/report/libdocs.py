@@ -16,7 +16,7 @@ from tabulate import tabulate
 
 from ..core.escape import md_code, md_fence, md_text, md_url, terminal_text
 from ..core.fileio import atomic_write
-from .data import LEFT_BEHIND, left_behind, load
+from .data import LEFT_BEHIND, left_behind, load_records
 
 FAILING = ("fail", "xfail", "xpass", "crash", "timeout")
 #: Libraries under test as transforms rather than subjects: their page gathers the cells of their transforms.
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", nargs="+", default=["reports/results"])
     parser.add_argument("--out", default="docs/libraries")
     args = parser.parse_args(argv)
-    loaded = load(args.results)
+    loaded = load_records(args.results)
     for problem in loaded.problems:
         print(f"libdocs: skipped {terminal_text(problem)}", file=sys.stderr)
     records = loaded.rows

@@ -229,7 +229,7 @@ def _gradient_through(ctx: Context, module: nn.Module, x: torch.Tensor, features
         if feature.requires_grad:
             (feature * ctx.cotangent(feature)).sum().backward()
     grads = {"x": grad_or_zeros(x), **{n: grad_or_zeros(p) for n, p in params.items()}}
-    result = TransformRun(y=feature.detach(), grads=grads, baseline=eager(ctx))
+    result = TransformRun(y=feature.detach(), grads=grads, against=eager(ctx))
     result.findings.hooks = capture
     return result
 

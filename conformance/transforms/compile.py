@@ -92,7 +92,7 @@ def _compile_transform(name: str, backend: str, dynamic: bool | None, *,
                 breaks = graph_breaks(build(ctx), ctx.input())
             result = TransformRun()
             result.findings.failure = failure
-        result.baseline = eager(ctx)
+        result.against = eager(ctx)
         result.findings.leaks = leaks(module, *before)
         result.findings.graph_breaks = breaks if explain else None
         return result

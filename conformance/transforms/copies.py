@@ -35,7 +35,7 @@ def _copy_transform(name: str, copier: Callable[[nn.Module], nn.Module],
         with stage(name):
             clone = copier(original)
         result = run_forward_backward(ctx, clone, clone, name=name)
-        result.baseline = eager(ctx)
+        result.against = eager(ctx)
         result.findings.copy_pair = (original, clone)
         return result
 
@@ -71,7 +71,7 @@ def state_dict_roundtrip(ctx: Context) -> TransformRun:
         state = source.state_dict()
         target.load_state_dict(state)
     result = run_forward_backward(ctx, target, target, name="state_dict")
-    result.baseline = eager(ctx)
+    result.against = eager(ctx)
     return result
 
 

@@ -18,7 +18,7 @@ def cpu_vs_cuda(ctx: Context) -> TransformRun:
     cotangent): forward and gradients of the two devices must agree."""
     result = eager(ctx)
     with stage("cpu_baseline"):
-        result.baseline = eager(dataclasses.replace(ctx, device=torch.device("cpu")))
+        result.against = eager(dataclasses.replace(ctx, device=torch.device("cpu")))
     return result
 
 
@@ -31,7 +31,7 @@ def _autocast_transform(name: str, amp_dtype: torch.dtype) -> Callable[[Context]
                 return module(x)
 
         result = run_forward_backward(ctx, call, module, name=name)
-        result.baseline = eager(ctx)
+        result.against = eager(ctx)
         return result
 
     transform.__name__ = name

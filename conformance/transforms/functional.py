@@ -55,7 +55,7 @@ def functional_call(ctx: Context) -> TransformRun:
     with torch.no_grad():  # exactly the values passed to functional_call, so only the mechanism differs
         for name, value in new_params.items():
             twin.get_parameter(name).copy_(value)
-    result.baseline = eager(ctx, twin)
+    result.against = eager(ctx, twin)
     result.findings.leaks = leaks(module, *before)
     return result
 
@@ -77,7 +77,7 @@ def vmap(ctx: Context) -> TransformRun:
     x, bd = ctx.input(), ctx.batch_dim
     with stage("vmap"):
         y = torch.func.vmap(_per_sample_call(module, bd), in_dims=bd, out_dims=bd)(x)
-    result = TransformRun(y=y.detach(), baseline=TransformRun(y=_loop(ctx, build(ctx), x)))
+    result = TransformRun(y=y.detach(), against=TransformRun(y=_loop(ctx, build(ctx), x)))
     result.findings.leaks = leaks(module, *before)
     return result
 
@@ -101,7 +101,7 @@ def func_grad(ctx: Context) -> TransformRun:
     inverse = {path: name for name, path in ctx.subject.param_map.items()}
     grads = {"x": g_x.detach()}
     grads.update({inverse[n]: g.detach() for n, g in g_params.items() if n in inverse})
-    result = TransformRun(grads=grads, baseline=eager(ctx))
+    result = TransformRun(grads=grads, against=eager(ctx))
     result.findings.leaks = leaks(module, *before)
     return result
 
@@ -122,7 +122,7 @@ def per_sample_grad(ctx: Context) -> TransformRun:
     with stage("per_sample_grad"):
         per_sample = torch.func.vmap(torch.func.grad(loss), in_dims=(None, bd, bd))(params, x, full_cot)
     grads = {spec_name: per_sample[path].detach() for spec_name, path in names.items()}
-    result = TransformRun(grads=grads, baseline=TransformRun(grads=_loop_param_grads(ctx, x, full_cot)))
+    result = TransformRun(grads=grads, against=TransformRun(grads=_loop_param_grads(ctx, x, full_cot)))
     result.findings.leaks = leaks(module, *before)
     return result
 
@@ -165,7 +165,7 @@ def _opacus_transform(mode: str) -> Callable[[Context], TransformRun]:
                     raise RuntimeError(f"Opacus computed no grad_sample for parameter {path!r}")
                 grads[spec_name] = sample.detach()
             wrapped._close() if hasattr(wrapped, "_close") else None
-        return TransformRun(grads=grads, baseline=TransformRun(grads=_loop_param_grads(ctx, x, full_cot)))
+        return TransformRun(grads=grads, against=TransformRun(grads=_loop_param_grads(ctx, x, full_cot)))
 
     transform.__name__ = name
     transform.__doc__ = f"Opacus GradSampleModule ({mode} mode) per-sample gradients equal the loop."
@@ -192,7 +192,7 @@ def jvp(ctx: Context) -> TransformRun:
         forward_products.append((cot.double() * ju.double()).sum())
         reverse_products.append((reverse.grads["x"].double() * u.double()).sum())
     result = TransformRun(grads={"<v,Ju>": torch.stack(forward_products)},
-                     baseline=TransformRun(grads={"<v,Ju>": torch.stack(reverse_products)}))
+                     against=TransformRun(grads={"<v,Ju>": torch.stack(reverse_products)}))
     result.findings.leaks = leaks(module, *before)
     return result
 

@@ -119,12 +119,12 @@ class Findings:
 
 @dataclass
 class TransformRun:
-    """What a transformed callable produced for one example, and the run it must agree with (``baseline``: the
+    """What a transformed callable produced for one example, and the run it must agree with (``against``: the
     eager module, or a loop over samples)."""
 
     y: torch.Tensor | None = None
     grads: dict[str, torch.Tensor] | None = None
-    baseline: "TransformRun | None" = None
+    against: "TransformRun | None" = None
     findings: Findings = field(default_factory=Findings)
 
 

@@ -55,7 +55,7 @@ def forward_hooks(ctx: Context) -> TransformRun:
     finally:
         for h in handles:
             h.remove()
-    result.baseline = eager(ctx)
+    result.against = eager(ctx)
     result.findings.hooks = HookCapture(captured=[n for n, _, _ in captured], mutated=mutated)
     return result
 
@@ -69,7 +69,7 @@ def checkpoint(ctx: Context) -> TransformRun:
     result = run_forward_backward(ctx, lambda x: run_checkpointed(module, x, use_reentrant=False), module,
                                   name="checkpoint")
     twin = build(ctx)
-    result.baseline = eager(ctx, twin)
+    result.against = eager(ctx, twin)
     result.findings.state_pair = (twin, module)
     return result
 

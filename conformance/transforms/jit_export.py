@@ -32,7 +32,7 @@ def jit_script(ctx: Context) -> TransformRun:
     with stage("jit_script"):
         scripted = torch.jit.script(module)
     result = run_forward_backward(ctx, scripted, scripted, name="jit_script")
-    result.baseline = eager(ctx)
+    result.against = eager(ctx)
     return result
 
 
@@ -43,7 +43,7 @@ def jit_trace(ctx: Context) -> TransformRun:
         traced = torch.jit.trace(module, (ctx.input(),), check_trace=False)
     x2 = other_input(ctx)
     result = run_forward_backward(ctx, traced, traced, x2, name="jit_trace")
-    result.baseline = eager(ctx, x=x2)
+    result.against = eager(ctx, x=x2)
     return result
 
 
@@ -57,7 +57,7 @@ def export(ctx: Context) -> TransformRun:
     x2 = other_input(ctx)
     with stage("export"):
         y = exported(x2)
-    result = TransformRun(y=y.detach(), baseline=TransformRun(y=eager(ctx, x=x2).y))
+    result = TransformRun(y=y.detach(), against=TransformRun(y=eager(ctx, x=x2).y))
     result.findings.leaks = leaks(module, *before)
     return result
 

@@ -16,7 +16,7 @@ from conformance.core.fileio import atomic_write
 from conformance.report import cli as report
 from conformance.report import data as report_data
 from conformance.report.cli import main
-from conformance.report.data import WORST_FIRST, aggregate, diff, load, worst
+from conformance.report.data import WORST_FIRST, aggregate, diff, load_records, worst
 
 from .conftest import read_json, record, synthetic, write
 
@@ -52,7 +52,7 @@ def test_worst_outcome_follows_the_documented_order():
 
 
 def test_aggregate_counts_passes_over_non_skipped_checks(write_records):
-    rows = load([write_records(basic_records())]).rows
+    rows = load_records([write_records(basic_records())]).rows
     leaky_eager = [r for r in rows if r["subject"] == "snntorch.Leaky" and r["transform"] == "eager"]
     agg = aggregate(leaky_eager)
     assert agg["worst"] == "fail"
@@ -134,7 +134,7 @@ def baseline_and_current():
 
 def test_diff_classifies_every_change(write_records):
     baseline, current = baseline_and_current()
-    rows = load([write_records(current)]).rows
+    rows = load_records([write_records(current)]).rows
     d = diff(baseline["cells"], rows)
     cells = lambda items: [c.split("|")[2] for c, *_ in items]  # noqa: E731
     assert cells(d.regressions) == ["a", "b"]

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MEASURE = textwrap.dedent("""
     import json, sys
     import conformance.report.cli as report
-    from conformance.report.data import load
+    from conformance.report.data import load_records
     def status_kib(field):
         with open("/proc/self/status") as status:
             return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
@@ -27,7 +27,7 @@ MEASURE = textwrap.dedent("""
     with open("/proc/self/clear_refs", "w") as refs:
         refs.write("5")  # restart the high-water mark here (getrusage's counts the forked parent's too)
     if sys.argv[1] == "load":
-        loaded = load([sys.argv[2]])
+        loaded = load_records([sys.argv[2]])
         shown = len(loaded.rows)
     else:
         shown = report.main(["--results", sys.argv[2], "--out", sys.argv[3], "--no-run", "--quiet", "--no-bench"])

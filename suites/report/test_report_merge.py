@@ -11,7 +11,7 @@ import pytest
 from conformance import expectations
 from conformance.records.io import NO_DEVICE
 from conformance.report.cli import main
-from conformance.report.data import LATEST_RUN, NEWEST_SUITE, load
+from conformance.report.data import LATEST_RUN, NEWEST_SUITE, load_records
 
 from .conftest import ENV, read_json, record, write
 
@@ -23,7 +23,7 @@ GPU_ENV = dict(ENV, torch="2.11.0+cu130", cuda="13.0", device_name="NVIDIA H200"
 
 
 def outcome_of(path, cell="s|eager|c|cpu|float32", **options) -> str:
-    rows = {r["id"]: r for r in load([path], **options).rows}
+    rows = {r["id"]: r for r in load_records([path], **options).rows}
     return rows[cell]["outcome"]
 
 
@@ -34,8 +34,8 @@ def test_the_newest_suite_version_wins_a_cell_unless_the_latest_run_is_asked_for
         record("s", "eager", "c", "fail", env=OLD_SUITE, started="2026-03-01T00:00:00Z")]).parent
     assert outcome_of(results) == "pass"
     assert outcome_of(results, latest_run_wins=True) == "fail"
-    loaded = load([results])
-    assert loaded.merge_rule == NEWEST_SUITE and load([results], latest_run_wins=True).merge_rule == LATEST_RUN
+    loaded = load_records([results])
+    assert loaded.merge_rule == NEWEST_SUITE and load_records([results], latest_run_wins=True).merge_rule == LATEST_RUN
     assert [v["suite_sha"] for v in loaded.suite_versions] == ["bbbbbbbbbbbb", "aaaaaaaaaaaa"]
     assert [v["cells_shown"] for v in loaded.suite_versions] == [1, 0]
 

@@ -9,7 +9,7 @@ import re
 
 from conformance.checks import CHECKS
 from conformance.report.cli import main
-from conformance.report.data import build_model, describe, diff, load
+from conformance.report.data import build_model, describe, diff, load_records
 from conformance.report.markdown import DIFF_LISTS, SUMMARY_TABLE_ROWS, render_summary
 from conformance.transforms import TRANSFORMS
 
@@ -53,7 +53,7 @@ def test_the_summary_fits_a_pull_request_comment_whatever_the_input(tmp_path):
                       library=f"lib{i % 300}{'é' * 50}", cause=f"cause-{long}" if i % 4 == 1 else None)
                for i in range(20_000)]
     results = write(tmp_path / "r" / "gw0.jsonl", records).parent
-    loaded = load([results])
+    loaded = load_records([results])
     # the baseline flips outcomes or causes and lacks every fourth cell; it also has cells the run does not have
     flip = {"pass": "fail", "fail": "pass", "xfail": "pass", "skip": "pass"}
     baseline = {r["id"]: {"outcome": r["outcome"] if i % 8 == 3 else flip[r["outcome"]], "cause": "was"}
