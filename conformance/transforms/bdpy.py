@@ -69,11 +69,11 @@ BY_REFERENCE_KNOWN = (
 
 
 def known_failures(subject: Subject, spec: Spec) -> tuple[Known, ...]:
-    """The by-reference finding, on every subject whose output is floating point (an in-place op cannot change an
-    integer output: bit packing's words pass). A subject whose features bdpy handles otherwise (tuple outputs, a
-    cell stepped over time) declares its own entries, which come first."""
-    floating = spec.output_dtype is None or spec.output_dtype.is_floating_point
-    return BY_REFERENCE_KNOWN if floating else ()
+    """The by-reference finding, on every subject of a spec with a gradient: their outputs are floating point. The
+    specs without one (bit packing) return integer words, which the in-place op downstream leaves alone. A subject
+    whose features bdpy handles otherwise (tuple outputs, a cell stepped over time) declares its own entries, which
+    come first."""
+    return BY_REFERENCE_KNOWN if spec.differentiable else ()
 
 
 def known_tuple_output() -> tuple[Known, ...]:
