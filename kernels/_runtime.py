@@ -98,7 +98,3 @@ class Kernel:
 
 def kernel(fn: Callable) -> Kernel:
     return Kernel(fn)
-
-
-def on_cuda(t: torch.Tensor) -> bool:
-    return t.device.type == "cuda"
