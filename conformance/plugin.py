@@ -406,8 +406,9 @@ class Progress:
         total = self.total or 0
         share = f" ({100 * self.done / total:.0f}%)" if total else ""
         eta = _clock(elapsed / self.done * (total - self.done)) if total and self.done else "?"
-        slowest = (f"; slowest {self.slowest[0]:.1f} s: {terminal_text(self.slowest[1])[-120:]}"
-                   if self.slowest[1] else "")
+        cell = cell_from_nodeid(self.slowest[1]) if self.slowest[1] else None
+        name = cell.id if cell is not None else self.slowest[1].rpartition("::")[2]
+        slowest = f"; slowest {self.slowest[0]:.1f} s: {terminal_text(name)[:160]}" if self.slowest[1] else ""
         return (f"[conformance] {self.done}/{total or '?'} tests{share}, {self.failed} failed "
                 f"({self.crashed} crashed){slowest}; elapsed {_clock(elapsed)}, ETA {eta}")
 
