@@ -78,11 +78,13 @@ def main(argv: list[str] | None = None) -> int:
             merged.update(actual)
             actual = merged
         rows = [{"id": k, **v} for k, v in actual.items()]
+        data = dump(rows, env)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(dumps(dump(rows, env)), encoding="utf-8")
+        tmp.write_text(dumps(data), encoding="utf-8")
         tmp.replace(path)
-        _say(f"wrote {len(rows)} cells to {path}", err=False)
+        _say(f"wrote {path}: {len(data['cells'])} cells listed, {len(rows) - len(data['cells'])} more whose outcome "
+             "the suite's data implies", err=False)
         return 0
     if expected is None:
         _say(f"no expectations file {path} for environment {env!r}. Accept this run with: "

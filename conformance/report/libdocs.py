@@ -74,13 +74,25 @@ def render(library: str, records: list) -> str:
             link = links[0] if links else ""
             lines += [f"### {md_code(cause or 'known failure')}: {len(recs)} cell(s) of {len(subjects)} subject(s)", ""]
             url = md_url(link)
-            lines += [f"**Why:** {md_text(what)}" + (f" ([evidence]({url}))" if url
-                                                    else (f" (evidence: {md_text(link)})" if link else "")), ""]
+            lines += [f"**Why:** {md_text(what)}" + (f" ([evidence]({url}))" if url else _in_repository(link)), ""]
         else:
             lines += [f"### {md_text(what)}: {md_code(cause)} (not explained by a known failure)", ""]
         lines += _cells_by_subject(recs)
         lines += _example(recs)
     return "\n".join(lines)
+
+
+def _in_repository(link: str) -> str:
+    """Evidence that is not a web link: shown when it is a file of this repository (a reproducer), else left out
+    (a path a reader cannot open is no evidence)."""
+    from .. import SUITE_ROOT
+
+    try:
+        path = (SUITE_ROOT / link).resolve() if link else None
+        inside = path is not None and SUITE_ROOT.resolve() in path.parents and path.is_file()
+    except (OSError, ValueError):  # a recorded string that is no path at all
+        inside = False
+    return f" (evidence: {md_code(link)} in this repository)" if inside else ""
 
 
 def _cells_by_subject(recs: list) -> list[str]:

@@ -56,6 +56,17 @@ def hostile_record(outcome: str, **fixed) -> dict:
     return rec
 
 
+def bench_document(case: str, ratio: float, *, skipped: dict[str, str]) -> dict:
+    """A benchmark results file (schema 1, as conformance.bench.gate reads it) of one case."""
+    subject, size, mode = case.split("|")[:3]  # as the gate labels a case (hostile parts may hold "|")
+    entry = {"subject": subject, "library": subject.split(".")[0], "spec": "neuron.leaky", "size": size,
+             "mode": mode, "against": "spec", "ratio": ratio, "ratios": [ratio] * 3, "subject_s": 0.01 * ratio,
+             "reference_s": 0.01, "mem_subject": 3 * 2**20, "mem_reference": 2**21}
+    return {"schema": 1, "kind": "conformance.bench", "profile": "quick", "device": "cpu", "repeats": 3,
+            "sample_s": 0.01, "started": "2026-01-01T00:00:00Z", "duration_s": 1.0, "env": {},
+            "attempted": sorted({case, *skipped}), "entries": {case: entry}, "skipped": skipped}
+
+
 @pytest.fixture
 def hostile_outputs(tmp_path, capfd):
     records = [hostile_record("fail"), hostile_record("xfail", subject=hostile("xfail.subject")),
@@ -66,10 +77,8 @@ def hostile_outputs(tmp_path, capfd):
     with open(results / "gw0.jsonl", "ab") as handle:  # a raw lone surrogate too: the reader replaces it
         handle.write((json.dumps(bad) + "\n" + hostile("not-json") + "\n").encode("utf-8", "surrogatepass"))
     before = write(tmp_path / "before" / "gw0.jsonl", [dict(r, outcome="pass", cause=None) for r in records])
-    from suites.bench.test_gate import document
-
     case = f"{hostile('bench-subject')}|{hostile('size')}|{hostile('mode')}"
-    bench = document({case: 1.5}, skipped={hostile("skipped-case"): hostile("skip-reason")})
+    bench = bench_document(case, 1.5, skipped={hostile("skipped-case"): hostile("skip-reason")})
     bench["entries"][case]["library"] = hostile("bench-library")
     bench.update(device=hostile("bench-device"), profile=hostile("bench-profile"), started=hostile("bench-started"))
     bench_file = tmp_path / "bench.json"
