@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from . import registry
 from .checks import CHECKS
-from .checks.compare import Truth, spec_truth
+from .checks.harness import Truth, spec_truth
 from .core import isolation
 from .core.causes import CheckFailed, TransformFailed, classify
 from .core.settings import PROFILES, cell_timeout_s, profile_name

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from conformance import expectations, registry
-from conformance.checks.compare import compare
+from conformance.checks.harness import compare
 from conformance.core.causes import CheckFailed, classify
 from conformance.core.tolerance import DEFAULTS, OVERRIDES, tolerance
 from conformance.core.types import Cell, Known, Subject

@@ -13,23 +13,15 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
-from typing import Callable
 
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    fn: Callable[..., int]
-    #: judges a gradient: not applicable to a spec without one
-    needs_grad: bool = False
-    #: transforms (fnmatch globs) it judges besides those that list it
-    applies_to: tuple[str, ...] = ()
+from .harness import Check
 
 
 def _gather() -> dict[str, Check]:
     found: dict[str, Check] = {}
     for info in pkgutil.iter_modules(__path__):
+        if info.name == "harness":
+            continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for check in getattr(module, "CHECKS", ()):
             if check.name in found:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ..core.causes import CheckFailed, graph_break_reason
 from ..transforms import Context, TransformRun
-from . import Check
-from .compare import Truth, raise_stored_failure
+from .harness import Check, Truth, raise_stored_failure
 
 
 def check_no_graph_breaks(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:

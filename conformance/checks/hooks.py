@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
-from . import Check
-from .compare import Truth
+from .harness import Check, Truth
 
 
 def check_hook_capture_intact(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:

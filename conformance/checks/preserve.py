@@ -7,8 +7,7 @@ import torch
 
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
-from . import Check
-from .compare import Truth, compare, raise_stored_failure, tie_margin, time_dim, tol
+from .harness import Check, Truth, compare, raise_stored_failure, tie_margin, time_dim, tol
 
 
 def _forward_against(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
-from . import Check
-from .compare import Truth, compare, tie_margin, time_dim, tol
+from .harness import Check, Truth, compare, tie_margin, time_dim, tol
 
 
 def check_forward_matches_spec(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:

@@ -8,8 +8,7 @@ import torch
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
 from ..transforms.harness import foreign_tensor, tensor_state
-from . import Check
-from .compare import Truth
+from .harness import Check, Truth
 
 
 def check_copy_independent(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:

@@ -1,15 +1,26 @@
-"""What every check compares with: the spec's answer for an example (``Truth``) and one comparison function with
-the tie rule; the tolerance and tie margin of a cell."""
+"""The harness every check is written with: its declaration (``Check``), the spec's answer for an example
+(``Truth``), one comparison function with the tie rule, and the tolerance and tie margin of a cell."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
 from ..core.causes import CheckFailed, TransformFailed
 from ..core.tolerance import TIE_MARGIN, Tolerance, tolerance
 from ..transforms import Context, TransformRun, by_id
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    fn: Callable[..., int]
+    #: judges a gradient: not applicable to a spec without one
+    needs_grad: bool = False
+    #: transforms (fnmatch globs) it judges besides those that list it
+    applies_to: tuple[str, ...] = ()
 
 
 @dataclass
