@@ -4,14 +4,17 @@
 set -euo pipefail
 PYTHON="${PYTHON:-python3}"
 setup_started=$(date +%s)
-# with_heartbeat LABEL CMD...: run CMD, printing "LABEL: still running (N s)" every 30 s, then how long it took.
+# with_heartbeat LABEL CMD...: run CMD, printing "LABEL: still running (N s)" every CONFORMANCE_HEARTBEAT_S seconds
+# (default 30), then how long it took.
 with_heartbeat() {
   local label="$1" started status
   shift
   started=$(date +%s)
   "$@" &
   local pid=$!
-  ( while sleep 30; do echo "$label: still running ($(( $(date +%s) - started )) s)" >&2; done ) &
+  ( while sleep "${CONFORMANCE_HEARTBEAT_S:-30}"; do
+      echo "$label: still running ($(( $(date +%s) - started )) s)" >&2
+    done ) &
   local beat=$!
   status=0
   wait "$pid" || status=$?

@@ -8,6 +8,7 @@ library would, and count the records per cell.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -117,7 +118,8 @@ def install_faulty_library(where: Path, module_text: str = FAULTY, entry: str = 
 
 def pytest_run(args: list[str], *, cwd: Path, site: Path | None = None, timeout: float = 400, env: dict | None = None,
                new_session: bool = False, wait: bool = True):
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "CONFORMANCE_", "FAULTY_"))}
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("PYTEST_XDIST", "CONFORMANCE_", "FAULTY_", "TORCHINDUCTOR_", "TRITON_CACHE"))}
     clean["PYTHONPATH"] = os.pathsep.join(p for p in (str(site) if site else "", str(ROOT)) if p)
     clean.update(env or {})
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
@@ -335,3 +337,51 @@ def test_terminal_output_of_a_finding_is_escaped(tmp_path):
     done = pytest_run([str(test_file), "-q", "-k", "forward_matches_spec and cpu and float32"], cwd=tmp_path)
     assert done.returncode == 1
     assert "\x1b[2J" not in done.stdout and "\\x1b[2J\\x1b[31mred alert\\x07" in done.stdout, done.stdout[-2000:]
+
+
+# ------------------------------------------------------------------------------------------- the entry point
+def test_run_help_creates_nothing(tmp_path):
+    """``./run --help`` (and a wrong command) answer without creating the virtual environment."""
+    shutil.copy(ROOT / "run", tmp_path / "run")
+    shutil.copytree(ROOT / "scripts", tmp_path / "scripts")
+    shown = subprocess.run(["bash", str(tmp_path / "run"), "--help"], capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0 and "usage: ./run {report|test|setup}" in shown.stdout
+    wrong = subprocess.run(["bash", str(tmp_path / "run"), "tset"], capture_output=True, text=True, timeout=30)
+    assert wrong.returncode == 2 and "usage:" in wrong.stderr
+    assert not (tmp_path / ".venv").exists()
+
+
+def test_a_long_set_up_step_is_never_silent():
+    """The set-up's heartbeat: a step that runs longer than the interval says so while it runs, and how long it
+    took when it ends (CONFORMANCE_HEARTBEAT_S shortens the interval here)."""
+    script = (f'eval "$(sed -n "/^with_heartbeat()/,/^}}/p" {ROOT / "scripts" / "setup.sh"})"; '
+              'with_heartbeat "step" sleep 2.5')
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "CONFORMANCE_HEARTBEAT_S": "1"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert sum("step: still running" in line for line in lines) >= 2, lines
+    assert lines[-1].startswith("step: done in "), lines
+
+
+def test_records_and_caches_go_under_the_rootdir(tmp_path):
+    """A library's own suite: records under <rootdir>/reports/results, compile caches under <rootdir>/.cache."""
+    (tmp_path / "test_where.py").write_text(textwrap.dedent('''
+        import os
+        from conformance.api import Subject, check_cell, parametrize_with_checks
+        from conformance.subjects.reference import SpecModule
+        from reference import quant
+
+        SIGN = Subject(id="mylib.Sign", spec="quant.sign_ste", library="mylib", fixed={"zero_value": 1.0},
+                       build=lambda example: SpecModule(quant.sign_ste, {}, example.hyper))
+
+        @parametrize_with_checks([SIGN], transforms=["eager"])
+        def test_conformance(cell, record_cell):
+            print("CACHE=" + os.environ["CONFORMANCE_CACHE_DIR"], "INDUCTOR=" + os.environ["TORCHINDUCTOR_CACHE_DIR"])
+            check_cell(cell, record=record_cell)
+    '''))
+    done = pytest_run(["test_where.py", "-q", "-s", "-k", "forward_matches_spec and cpu and float32"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert f"CACHE={tmp_path / '.cache' / 'conformance'}" in done.stdout
+    assert f"INDUCTOR={tmp_path / '.cache' / 'conformance' / 'inductor'}" in done.stdout
+    assert list((tmp_path / "reports" / "results").glob("*/*.jsonl"))
