@@ -29,7 +29,7 @@ from typing import Sequence
 from tabulate import tabulate
 
 from . import stats
-from .rounds import SCHEMA, machine_label
+from .rounds import SCHEMA, machine_label, positive_number, read_document
 
 #: Chosen from the noise experiment (docs/benchmarks.md, scripts/bench-noise.py): a session is ROUNDS fresh
 #: processes, each timing every case in REPEATS interleaved blocks of four samples of about SAMPLE_S seconds; the
@@ -65,42 +65,6 @@ NOT_GATED = "not gated"
 
 
 # ------------------------------------------------------------------------------------------------------- files
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-
-
-def _read(path: Path | str) -> dict:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise ValueError(f"{path}: not JSON ({error})") from None
-    if not isinstance(data, dict) or data.get("kind") != "conformance.bench":
-        raise ValueError(f"{path}: not a conformance.bench file (no \"kind\": \"conformance.bench\")")
-    if data.get("schema") not in (1, SCHEMA):
-        raise ValueError(f"{path}: schema {data.get('schema')!r} is not one this version reads (1 or {SCHEMA})")
-    for key, kind in (("entries", dict), ("skipped", dict), ("attempted", list)):
-        if not isinstance(data.get(key), kind):
-            raise ValueError(f"{path}: {key!r} missing or not a {kind.__name__}")
-    for case_id, entry in data["entries"].items():
-        if not isinstance(entry, dict) or not _number(entry.get("ratio")):
-            raise ValueError(f"{path}: entry {case_id!r} has no positive finite ratio")
-        if len(str(case_id).split("|")) != 3:
-            raise ValueError(f"{path}: entry {case_id!r} is not a case id (subject|size|mode)")
-    return data
-
-
-def load_round(path: Path | str) -> dict:
-    """The document of one process (``conformance.bench round``, or a schema-1 ``run`` of older versions)."""
-    data = _read(path)
-    if data["schema"] != 1:
-        raise ValueError(f"{path}: a round document is schema 1, this is schema {data['schema']}")
-    return data
-
-
 def _upgrade(data: dict, path: Path | str) -> dict:
     """A schema-1 document (one process, or a baseline ``accept`` merged from several) as a schema-2 one: each
     process becomes a session of one round (``run_ratios`` of a merged baseline, else the document's ``ratio``)."""
@@ -116,7 +80,7 @@ def _upgrade(data: dict, path: Path | str) -> dict:
     entries = {}
     for case_id, entry in data["entries"].items():
         ratios = entry.get("run_ratios") or [entry["ratio"]]
-        if not all(_number(r) for r in ratios):
+        if not all(positive_number(r) for r in ratios):
             raise ValueError(f"{path}: entry {case_id!r} has a run ratio that is not positive and finite")
         entries[case_id] = {**{k: v for k, v in entry.items() if k not in ("run_ratios", "ratios")},
                             "samples": {sid: [r] for sid, r in zip(session_ids, ratios)}}
@@ -128,7 +92,7 @@ def load(path: Path | str) -> dict:
     """A session (``run``, ``gate``) or baseline (``accept``) file as schema 2: sessions, and per case the samples
     (one ratio per round) of each session. Schema-1 files are upgraded. Anything malformed is a ValueError whose
     message is one line naming the file and what is wrong."""
-    data = _read(path)
+    data = read_document(path)
     if data["schema"] == 1:
         return _upgrade(data, path)
     sessions = data.get("sessions")
@@ -144,7 +108,7 @@ def load(path: Path | str) -> dict:
         for sid, values in samples.items():
             if sid not in sessions:
                 raise ValueError(f"{path}: entry {case_id!r} has samples of an unknown session {sid!r}")
-            if not isinstance(values, list) or not values or not all(_number(v) for v in values):
+            if not isinstance(values, list) or not values or not all(positive_number(v) for v in values):
                 raise ValueError(f"{path}: entry {case_id!r}, session {sid!r}: samples are not positive finite "
                                  "numbers")
     return data

@@ -10,6 +10,8 @@ document keeps, per case, the ratio of every round: the samples of the gate's ra
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import random
 import statistics
@@ -21,6 +23,45 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 SCHEMA = 2
+
+
+def positive_number(value) -> bool:
+    """A positive finite number (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def read_document(path: Path | str) -> dict:
+    """A conformance.bench file of a version this one reads, checked for the fields every reader uses; anything else
+    is a ValueError whose message is one line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"{path}: not JSON ({error})") from None
+    if not isinstance(data, dict) or data.get("kind") != "conformance.bench":
+        raise ValueError(f"{path}: not a conformance.bench file (no \"kind\": \"conformance.bench\")")
+    if data.get("schema") not in (1, SCHEMA):
+        raise ValueError(f"{path}: schema {data.get('schema')!r} is not one this version reads (1 or {SCHEMA})")
+    for key, kind in (("entries", dict), ("skipped", dict), ("attempted", list)):
+        if not isinstance(data.get(key), kind):
+            raise ValueError(f"{path}: {key!r} missing or not a {kind.__name__}")
+    for case_id, entry in data["entries"].items():
+        if not isinstance(entry, dict) or not positive_number(entry.get("ratio")):
+            raise ValueError(f"{path}: entry {case_id!r} has no positive finite ratio")
+        if len(str(case_id).split("|")) != 3:
+            raise ValueError(f"{path}: entry {case_id!r} is not a case id (subject|size|mode)")
+    return data
+
+
+def load_round(path: Path | str) -> dict:
+    """The document of one process (``conformance.bench round``, or a schema-1 ``run`` of older versions)."""
+    data = read_document(path)
+    if data["schema"] != 1:
+        raise ValueError(f"{path}: a round document is schema 1, this is schema {data['schema']}")
+    return data
 
 
 def machine_label(env: dict, device: str) -> str:
@@ -99,8 +140,6 @@ def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, 
                "seed": seed, "slowdown": list(slowdown), "load": [], "round_s": [], "failed_rounds": [],
                "load_start": [round(v, 2) for v in os.getloadavg()]}
     docs: list[dict] = []
-    from .gate import load_round
-
     with tempfile.TemporaryDirectory(prefix="conformance-bench-rounds-") as tmp:
         pending = list(range(rounds))
         running: dict[int, tuple[subprocess.Popen, float, Path, object]] = {}
