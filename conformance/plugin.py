@@ -399,7 +399,9 @@ class Progress:
             self.last = now
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
-                reporter.write_line(self.line(now))
+                # on a line of its own, also after a row of xdist's progress characters
+                started_line = getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0)
+                reporter.write_line(("\n" if started_line else "") + self.line(now))
 
     def line(self, now: float) -> str:
         elapsed = now - self.started
