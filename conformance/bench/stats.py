@@ -96,7 +96,15 @@ def detection_power(*, reference: Sequence[float], residuals: Sequence[float], s
     """The share of simulated gate runs in which a case slowed by ``effect`` (a log ratio) gives a p-value of at
     most ``threshold_p``: ``rounds`` samples, each ``level + effect + session shift + a resampled within-session
     residual`` (the shift drawn once per run from N(0, session_sd)), shifted down by ``margin`` and ranked against
-    ``reference`` (the baseline's samples)."""
+    ``reference`` (the baseline's samples). Deterministic for its arguments, so remembered (judging many sessions
+    against one baseline asks the same questions)."""
+    return _detection_power(tuple(reference), tuple(residuals), session_sd, level, margin, rounds, threshold_p, effect,
+                            trials, seed)
+
+
+@lru_cache(maxsize=4096)
+def _detection_power(reference: tuple[float, ...], residuals: tuple[float, ...], session_sd: float, level: float,
+                     margin: float, rounds: int, threshold_p: float, effect: float, trials: int, seed: int) -> float:
     rng = random.Random(seed)
     ordered = sorted(reference)
     tail = _u_tail(rounds, len(ordered))
