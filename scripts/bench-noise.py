@@ -17,7 +17,9 @@ tree, with and without a concurrent CPU load, and detection of a 25% slowdown of
   of each call's time), for the detection trials.
 
 ``--load pytest`` keeps ``python -m pytest suites/meta -n 1`` running in a loop beside the session (about one of
-the two cores busy, on top of whatever else the shared machine runs); ``--load none`` adds nothing.
+the two cores busy, on top of whatever else the shared machine runs); ``--load none`` adds nothing;
+``--load external`` adds nothing either and labels sessions measured beside a load started elsewhere (a fresh
+clone's ``./run report`` and ``./run test``: pytest on both cores).
 
 ``analyse`` re-judges every recorded session against the baseline with the gate's own code (the verdict must equal
 the exit status the gate returned), counts false alarms with exact Clopper-Pearson bounds, composes detection
@@ -131,7 +133,7 @@ def shift_to_reject(x: list[float], reference: list[float], margin: float, thres
 def judged(baseline: dict, session: dict, gate) -> dict:
     """The gate's verdict on a session plus, per gated case, its shift to rejection at Holm's first step."""
     verdict = gate.judge_session(baseline, session)
-    threshold = verdict.alpha / verdict.gated
+    threshold = verdict.alpha / max(1, verdict.gated)
     now = {c: [math.log(v) for values in e["samples"].values() for v in values]
            for c, e in session["entries"].items()}
     shifts = {}
@@ -212,7 +214,7 @@ def analyse(args: argparse.Namespace) -> int:
         sessions[record["file"]] = session
         result = judged(baseline, session, gate)
         verdict = result["verdict"]
-        min_adjusted = min(1.0, min(r.p for r in verdict.rows if r.p is not None) * verdict.gated)
+        min_adjusted = min([1.0] + [r.p * verdict.gated for r in verdict.rows if r.p is not None])
         report["runs"].append({
             **record, "rejudged_fail": verdict.failed, "gated": verdict.gated,
             "regressions": [r.id for r in verdict.rows if r.verdict == gate.REGRESSION],
@@ -306,7 +308,7 @@ def analyse(args: argparse.Namespace) -> int:
         lines.append(f"detection, every subject x every slowed session: {hits}/{exhaustive} caught; subjects never "
                      f"caught: {', '.join(never) or 'none'}")
     # The clock: CPU time against the wall clock, in the same rounds of the baseline sessions.
-    for condition in ("none", "pytest"):
+    for condition in ("none", "pytest", "external"):
         spreads: dict[str, list[float]] = {"cpu": [], "wall": []}
         for record in index:
             doc = docs.get(record["file"])
@@ -342,7 +344,9 @@ def main(argv=None) -> int:
     c = commands.add_parser("collect")
     c.add_argument("--dir", default="reports/bench/noise")
     c.add_argument("--what", choices=("gate", "baseline", "slowed"), required=True)
-    c.add_argument("--load", choices=("none", "pytest"), default="none")
+    c.add_argument("--load", choices=("none", "pytest", "external"), default="none",
+                   help="none: nothing added; pytest: a loop of pytest suites/meta beside each session; external: a "
+                        "load started by someone else (e.g. a fresh clone's ./run report), only recorded")
     c.add_argument("--sessions", type=int, default=1)
     c.add_argument("--baseline", default=None, help="the gate's --baseline (default: the checked-in one)")
     c.add_argument("extra", nargs="*", help="more options for the bench command (after --)")

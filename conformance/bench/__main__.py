@@ -5,7 +5,8 @@
     python -m conformance.bench gate --results reports/bench/latest-cpu.json   # judge a recorded session
     python -m conformance.bench accept --results s1.json s2.json --baseline reports/bench/baseline-cpu.json --add
 
-Exit status: 0 pass; 1 a regression (gate); 2 usage error or unreadable file.
+Exit status: 0 pass; 1 a regression (gate); 2 usage error or unreadable file; 3 (gate) no case could be judged
+on this machine against this baseline (the table says why per case).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from . import gate, rounds
 from .cases import PROFILES
 
 BENCH_DIR = Path("reports") / "bench"
+NOTHING_GATED = 3  # exit status of a gate that could judge no case (scripts/test.sh reports it, does not fail)
 #: Blocks per round and seconds per timed sample, per profile (docs/benchmarks.md).
 SETTINGS = {"quick": {"repeats": gate.REPEATS, "sample_s": gate.SAMPLE_S},
             "full": {"repeats": gate.REPEATS, "sample_s": 2 * gate.SAMPLE_S}}
@@ -100,6 +102,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     check.add_argument("--out", type=Path, default=None, help="where the measured session goes (default latest)")
     check.add_argument("--alpha", type=float, default=gate.ALPHA,
                        help=f"family-wise false-alarm rate of one gate run (default {gate.ALPHA:g})")
+    check.add_argument("--detect", type=float, default=gate.DETECT, metavar="FRACTION",
+                       help=f"the slowdown a gated case must be caught at in {gate.POWER:.0%} of runs; a case too noisy "
+                            f"for it is not gated (default {gate.DETECT:g})")
 
     accept = commands.add_parser("accept", help="write the baseline from recorded sessions (all samples pooled)")
     accept.add_argument("--results", type=Path, nargs="+", default=None,
@@ -117,6 +122,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--sample-s must be between 0 and 10 seconds, got {args.sample_s:g}")
     if getattr(args, "alpha", None) is not None and not 0 < args.alpha < 1:
         parser.error(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+    if getattr(args, "detect", None) is not None and not 0 < args.detect <= 10:
+        parser.error(f"--detect must be above 0 and at most 10, got {args.detect:g}")
     return args
 
 
@@ -248,11 +255,15 @@ def run_gate(args: argparse.Namespace) -> int:
             raise UsageError(f"{baseline_path} is a {baseline['device']} baseline, not {args.device}")
         results = measure_session(args)
         gate.write(args.out or default_latest(args.device), results)
-    verdict = gate.judge_session(baseline, results, alpha=args.alpha)
+    verdict = gate.judge_session(baseline, results, alpha=args.alpha, detect=args.detect)
     print(gate.table(verdict))
     if gate.notes(verdict):
         print(gate.notes(verdict))
     print(gate.summary(verdict, baseline=str(baseline_path)))
+    if gate.nothing_gated(verdict):
+        print(f"conformance.bench: {gate.nothing_gated(verdict)} (on a machine the baseline lacks, add a session of "
+              "it: run, then accept --add)", file=sys.stderr)
+        return NOTHING_GATED
     return 1 if verdict.failed else 0
 
 

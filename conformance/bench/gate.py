@@ -41,13 +41,17 @@ ALPHA = 0.01
 
 #: The promise: a subject made DETECT slower is caught in at least POWER of gate runs; a case whose own noise does
 #: not allow that is reported as not gated. Its margin (the change it tolerates) is Z_SESSION standard deviations
-#: of its between-session shift, at least MARGIN_FLOOR, plus Z_LEVEL standard errors of the reference level. A
+#: of its shift between sessions (its own between-session spread and HOST_SD together), at least MARGIN_FLOOR, plus
+#: Z_LEVEL standard errors of the reference level. HOST_SD is the spread of a case's ratio between two hosts that
+#: the gate takes for one machine (one CPU label, ratios alike): per case, beyond the common offset, measured on an
+#: unchanged tree (docs/benchmarks.md, "Hosts"); no baseline records every host a gate will run on. A
 #: case's own session spread comes from a few sessions and can be small by chance: a smaller one is raised towards
 #: its round spread times KAPPA (the KAPPA_QUANTILE of session spread / round spread over all cases of the
 #: baseline), as if PRIOR_SESSIONS more sessions had shown that; a larger one is kept.
 DETECT = 0.25
 POWER = 0.95
 MARGIN_FLOOR = 0.03
+HOST_SD = 0.028
 Z_SESSION = 3.0
 Z_LEVEL = 2.0
 KAPPA_QUANTILE = 0.75
@@ -272,6 +276,7 @@ class CaseModel:
     sd_round: float = 0.0               # spread between rounds (processes) of one session
     sd_session: float = 0.0             # spread of whole sessions on one machine, beyond the rounds' spread
     sd_session_own: float | None = None  # the case's own estimate of it (None: fewer than two sessions)
+    sd_shift: float = 0.0               # what a judged session's level may be off by: sessions and hosts together
     machine_spread: float = 0.0         # largest minus smallest machine level
     margin: float = 0.0                 # tolerated log increase
     power: float | None = None          # share of simulated runs catching a DETECT slowdown
@@ -311,7 +316,8 @@ def case_model(entry: dict, sessions: dict, match: Match, *, kappa: float | None
     own, prior = model.sd_session_own or 0.0, kappa * model.sd_round
     pooled = (max(dof, 0) * own ** 2 + PRIOR_SESSIONS * prior ** 2) / (max(dof, 0) + PRIOR_SESSIONS)
     model.sd_session = math.sqrt(max(own ** 2, pooled))
-    margin = max(MARGIN_FLOOR, Z_SESSION * model.sd_session)
+    model.sd_shift = math.hypot(model.sd_session, HOST_SD)
+    margin = max(MARGIN_FLOOR, Z_SESSION * model.sd_shift)
 
     def level_error(machine: str) -> float:
         """Z_LEVEL standard errors of a machine's level (a median of its sessions' samples), plus the gap between
@@ -448,7 +454,7 @@ def judge_session(baseline: dict, results: dict, *, alpha: float = ALPHA, detect
             row.verdict, row.reason = NOT_GATED, f"measured in {len(now[case_id])} round(s), {MIN_ROUNDS} needed"
             continue
         row.power = stats.detection_power(
-            reference=model.samples, residuals=model.residuals, session_sd=model.sd_session,
+            reference=model.samples, residuals=model.residuals, session_sd=model.sd_shift,
             level=model.lowest,
             margin=model.margin, rounds=len(now[case_id]), threshold_p=threshold, effect=math.log1p(detect),
             trials=TRIALS, seed=_seed(case_id))
@@ -456,7 +462,8 @@ def judge_session(baseline: dict, results: dict, *, alpha: float = ALPHA, detect
             row.verdict = NOT_GATED
             row.reason = (f"too noisy: a {detect:.0%} slowdown is found in {row.power:.0%} of simulated runs "
                           f"(sd between rounds {model.sd_round:.1%}, between sessions {model.sd_session:.1%}, "
-                          f"between machines {model.machine_spread:.1%}, margin {row.margin:.1%})")
+                          f"between hosts {HOST_SD:.1%}, between machines {model.machine_spread:.1%}, margin "
+                          f"{row.margin:.1%})")
     gated = [c for c, row in rows.items() if row.verdict == NEW and c in models]
     slower, faster = {}, {}
     for case_id in gated:
@@ -475,11 +482,15 @@ def judge_session(baseline: dict, results: dict, *, alpha: float = ALPHA, detect
                                 reason=results["skipped"].get(case_id, "not measured"))
     order = {REGRESSION: 0, MISSING: 1, NOT_GATED: 2, FASTER: 3, NEW: 4, OK: 5}
     ordered = sorted(rows.values(), key=lambda r: (order[r.verdict], r.library, r.subject, r.size, r.mode))
-    if not gated:
-        reasons = sorted({r.reason for r in ordered if r.verdict == NOT_GATED})
-        raise ValueError("no case can be gated against this baseline: " + (reasons[0] if reasons else
-                                                                            "no case in common"))
     return Verdict(ordered, match, alpha, rounds, len(gated))
+
+
+def nothing_gated(verdict: Verdict) -> str:
+    """Why a verdict gates no case (empty when it gates some): one line."""
+    if verdict.gated:
+        return ""
+    reasons = sorted({r.reason for r in verdict.rows if r.verdict == NOT_GATED})
+    return "no case can be gated against this baseline: " + (reasons[0] if reasons else "no case in common")
 
 
 # -------------------------------------------------------------------------------------------------------- table
@@ -518,6 +529,7 @@ def summary(verdict: Verdict, *, baseline: str = "") -> str:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1
     shown = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: kv[0] != REGRESSION))
     where = f" against {baseline}" if baseline else ""
-    return (f"conformance.bench gate: {'FAIL' if verdict.failed else 'pass'}{where}: {shown}; {verdict.rounds} "
+    outcome = "FAIL" if verdict.failed else "nothing judged" if not verdict.gated else "pass"
+    return (f"conformance.bench gate: {outcome}{where}: {shown}; {verdict.rounds} "
             f"rounds, Holm over {verdict.gated} gated cases at family-wise alpha {verdict.alpha:g}; machine "
             f"{verdict.match.describe()}")

@@ -213,10 +213,12 @@ def test_the_family_wise_correction_keeps_borderline_cases_from_failing_the_run(
     assert verdict.match.machines == ("Test CPU",) and verdict.gated == 60 and not verdict.failed
 
 
-def test_machines_are_told_apart_by_their_ratios():
+def test_machines_are_told_apart_by_their_ratios(monkeypatch):
     """Machine B runs half the cases 30% slower relative to their spec than machine A: a session of B is judged
     against B's levels (passes), one of A against A's, so a 25% slowdown on A is caught even where B's level is
-    higher; a session like neither machine is judged against the highest level with the machines' spread added."""
+    higher; a session like neither machine is judged against the highest level with the machines' spread added.
+    (Each machine is one host here: no spread between hosts.)"""
+    monkeypatch.setattr(gate, "HOST_SD", 0.0)
     shifted = {c: v * (1.3 if n % 2 else 1.0) for n, (c, v) in enumerate(LEVELS.items())}
     rng = random.Random(7)
     baseline = gate.merge([noisy(LEVELS, rng, machine="CPU A") for _ in range(4)]
@@ -254,6 +256,7 @@ def _ties_count_for_x(x, y):
 
 REAL_CASE_MODEL = gate.case_model
 GATE_MUTANTS = {"no family-wise correction": (stats, "holm", _no_family_wise_correction),
+                "no spread between hosts": (gate, "HOST_SD", 0.0),
                 "no margin": (gate, "case_model", _no_margin),
                 "ties counted as slower": (stats, "mann_whitney_greater", _ties_count_for_x)}
 
@@ -271,6 +274,9 @@ def gate_properties() -> list[str]:
     shifted = noisy(LEVELS, random.Random(11), sd_session=0.0, factor={c: 1.03 for c in LEVELS})
     if gate.judge_session(baseline_of(LEVELS, sd_session=0.0), shifted).failed:
         broken.append("a 3% shift of every case (a quieter or busier machine) fails")
+    other_host = noisy(LEVELS, random.Random(12), factor={c: 1.07 for n, c in enumerate(LEVELS) if n % 7 == 0})
+    if gate.judge_session(baseline_of(LEVELS), other_host).failed:
+        broken.append("another host of the recorded machine (3 cases 7% off, the rest as recorded) fails")
     if stats.mann_whitney_greater([1.0, 2.0], [1.0, 2.0])[1] < 0.5:
         broken.append("equal samples look larger")
     return broken
@@ -382,8 +388,9 @@ def test_a_baseline_of_one_process_per_case_cannot_gate_and_says_so(files, capsy
               "entries": {c: {"ratio": v, "run_ratios": [v], "library": "lib"} for c, v in LEVELS.items()}}
     loaded = gate.load(files("legacy.json", legacy))
     assert len(loaded["sessions"]) == 1 and next(iter(loaded["sessions"].values()))["machine"] == "Old CPU"
-    code, _, err = gate_cli(files, legacy, noisy(LEVELS, random.Random(1)), capsys)
-    assert code == 2 and "no case can be gated" in err and "round(s) of it" in err
+    code, out, err = gate_cli(files, legacy, noisy(LEVELS, random.Random(1)), capsys)
+    assert code == 3 and "no case can be gated" in err and "round(s) of it" in err and "accept --add" in err
+    assert f"{len(LEVELS)} not gated" in out and "gate: pass" not in out
     cuda = gate.load("reports/bench/baseline-cuda.json")
     assert cuda["device"] == "cuda" and len(cuda["entries"]) > 90
 
@@ -496,31 +503,34 @@ def bench(*argv: str) -> subprocess.CompletedProcess:
                           check=False)
 
 
-def test_rounds_run_in_fresh_processes_and_a_25_percent_slowdown_fails_the_gate(tmp_path):
+def test_rounds_run_in_fresh_processes_and_a_slowed_subject_fails_the_gate(tmp_path):
     """The end to end path with real measurements: two sessions of rounds make a baseline, and a gate run with one
-    subject 25% slower (``--slowdown``, passed on to every round's process) fails on that subject's case."""
+    subject twice as slow (``--slowdown``, passed on to every round's process) fails on that subject's case. The
+    slowdown and ``--detect`` are large so that the verdict does not hang on the noise of a loaded test machine;
+    catching 25% is the statistics' business (the synthetic tests above) and the experiment's
+    (docs/benchmarks.md)."""
     pytest.importorskip("snntorch")
     settings = ["--cases", *CHEAP, "--sample-s", "0.004", "--no-memory", "--quiet", "--jobs", "2"]
     sessions = []
     for n in range(2):
         out = tmp_path / f"session{n}.json"
-        done = bench("run", "--rounds", "8", "--out", str(out), *settings)
+        done = bench("run", "--rounds", str(gate.MIN_BASELINE_ROUNDS // 2), "--out", str(out), *settings)
         assert done.returncode == 0, done.stderr
         sessions.append(out)
         recorded = gate.load(out)
         (session_meta,) = recorded["sessions"].values()
-        assert session_meta["rounds"] == 8 and session_meta["clock"] == "cpu"
+        assert session_meta["rounds"] == gate.MIN_BASELINE_ROUNDS // 2 and session_meta["clock"] == "cpu"
         seeds = {json.dumps(v["samples"]) for v in recorded["entries"].values()}
         assert len(seeds) == 2  # each case has its own samples, one per round
     baseline = tmp_path / "baseline.json"
     assert main(["accept", "--results", *map(str, sessions), "--baseline", str(baseline)]) == 0
-    done = bench("gate", "--baseline", str(baseline), "--rounds", "6", "--out", str(tmp_path / "gate.json"),
-                 "--slowdown", "snntorch.surrogate.atan=0.25", *settings)
+    done = bench("gate", "--baseline", str(baseline), "--rounds", str(gate.MIN_ROUNDS), "--detect", "1",
+                 "--out", str(tmp_path / "gate.json"), "--slowdown", "snntorch.surrogate.atan=1", *settings)
     assert done.returncode == 1, done.stdout + done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("snntorch.surrogate.atan "))
     assert "REGRESSION" in line
     slowed = gate.load(tmp_path / "gate.json")
-    assert slowed["entries"][CHEAP[0]]["slowdown"] == 0.25 and "slowdown" not in slowed["entries"][CHEAP[1]]
+    assert slowed["entries"][CHEAP[0]]["slowdown"] == 1 and "slowdown" not in slowed["entries"][CHEAP[1]]
 
 
 def test_a_run_stopped_by_a_time_limit_keeps_the_rounds_it_finished(tmp_path):
