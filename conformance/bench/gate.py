@@ -217,10 +217,10 @@ def match_machine(baseline: dict, now: dict[str, float], label: str | None = Non
     """Compare the session's median log ratio per case (``now``) with each recorded machine's.
 
     A machine's score is the median over cases of the absolute difference, so one slower subject (two cases) does not
-    move it. The session is like the closest machine when that score is within the machine's tolerance: MATCH_FACTOR
-    times the largest score one of its recorded sessions has against the rest of its sessions (sessions of at least
-    MIN_ROUNDS rounds when it has two, else its single-round ones; a machine with one session takes the largest
-    tolerance of the others). Other machines within MATCH_FACTOR of the closest score match too. With fewer than
+    move it. The session is like the closest machine when that score is within the tolerance: MATCH_FACTOR times the
+    largest score one recorded session has against the rest of its machine's sessions, on any machine (sessions of
+    at least MIN_ROUNDS rounds where a machine has two, else its single-round ones). Other machines within
+    MATCH_FACTOR of the closest score match too. With fewer than
     MIN_MATCH_CASES cases in common the ratios cannot tell machines apart: the recorded machine of the session's
     own ``label`` (its CPU model) is taken, if there is one."""
     entries, sessions = baseline["entries"], baseline["sessions"]
@@ -253,13 +253,15 @@ def match_machine(baseline: dict, now: dict[str, float], label: str | None = Non
                 own.append(statistics.median(deviations))
         if own:
             tolerances[machine] = MATCH_FACTOR * max(own)
-    fallback = max(tolerances.values(), default=0.0)
+    # One tolerance for every machine, the largest: how far a session strays from the rest of its machine's
+    # depends on the load it ran under more than on the machine, and a machine recorded only idle would otherwise
+    # not recognise itself under load.
+    tolerance = max(tolerances.values(), default=0.0)
     best = min(scores, key=scores.get) if scores else None
     matched: tuple[str, ...] = ()
-    if best is not None and scores[best] <= tolerances.get(best, fallback):
+    if best is not None and scores[best] <= tolerance:
         matched = tuple(m for m, v in sorted(scores.items(), key=lambda kv: kv[1])
-                        if v <= MATCH_FACTOR * scores[best] and v <= tolerances.get(m, fallback))
-    tolerance = tolerances.get(best, fallback) if best is not None else 0.0
+                        if v <= MATCH_FACTOR * scores[best] and v <= tolerance)
     if len(common) < MIN_MATCH_CASES:  # a median over a handful of cases moves with one slower subject
         return Match((label,) if label in scores else (), scores, tolerance, best, by_name=True)
     return Match(matched, scores, tolerance, best)
