@@ -238,6 +238,24 @@ def test_machines_are_told_apart_by_their_ratios(monkeypatch):
     assert all(verdicts[c] == gate.OK for n, c in enumerate(LEVELS) if not n % 2)
 
 
+def test_a_machine_recorded_only_idle_recognises_itself_under_load(monkeypatch):
+    """Machine B's sessions were all recorded idle (they agree within a fraction of a percent); a session of B
+    under load strays 2% from them. The tolerance is the largest any recorded machine shows (A's sessions, recorded
+    under load, stray more), so the busy session is still B, not an unknown machine with most cases not gated."""
+    monkeypatch.setattr(gate, "HOST_SD", 0.0)
+    shifted = {c: v * (1.3 if n % 2 else 1.0) for n, (c, v) in enumerate(LEVELS.items())}
+    rng = random.Random(5)
+    idle_b = [noisy(shifted, rng, machine="CPU B", sd_session=0.003, sd_round=0.01) for _ in range(4)]
+    baseline = gate.merge([noisy(LEVELS, rng, machine="CPU A", sd_session=0.03) for _ in range(4)] + idle_b)
+    busy = {c: v * (1.02 if n % 3 else 0.98) for n, (c, v) in enumerate(shifted.items())}
+    verdict = gate.judge_session(baseline, noisy(busy, rng, machine="CPU B", sd_session=0.0, sd_round=0.01))
+    assert verdict.match.machines == ("CPU B",) and not verdict.failed
+    assert verdict.gated >= 0.9 * len(LEVELS)
+    only_b = gate.merge(idle_b)  # B's own sessions alone would not have taken it for B
+    assert gate.judge_session(only_b, noisy(busy, rng, machine="CPU B", sd_session=0.0,
+                                             sd_round=0.01)).match.machines == ()
+
+
 # ------------------------------------------------------------------------------------------------- broken gates
 def _no_family_wise_correction(pvalues, *, alpha):
     return {k for k, p in pvalues.items() if p <= alpha}
