@@ -5,6 +5,7 @@ tree, with and without a concurrent CPU load, and detection of a 25% slowdown of
     python scripts/bench-noise.py collect --dir reports/bench/noise --what gate --sessions 30 --load none
     python scripts/bench-noise.py collect --dir reports/bench/noise --what gate --sessions 30 --load pytest
     python scripts/bench-noise.py collect --dir reports/bench/noise --what slowed --sessions 10 --load none
+    python scripts/bench-noise.py export --dir reports/bench/noise --out reports/bench/noise-experiment-sessions.json
     python scripts/bench-noise.py analyse --dir reports/bench/noise --out reports/bench/noise-experiment.json
 
 ``collect`` runs complete sessions one after another and appends one line per session to ``DIR/index.jsonl``
