@@ -103,7 +103,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     check.add_argument("--alpha", type=float, default=gate.ALPHA,
                        help=f"family-wise false-alarm rate of one gate run (default {gate.ALPHA:g})")
     check.add_argument("--detect", type=float, default=gate.DETECT, metavar="FRACTION",
-                       help=f"the slowdown a gated case must be caught at in {gate.POWER:.0%} of runs; a case too "
+                       help=f"the slowdown a gated case must be caught at in {gate.POWER:.0%}% of runs; a case too "
                             f"noisy for it is not gated (default {gate.DETECT:g})")
 
     accept = commands.add_parser("accept", help="write the baseline from recorded sessions (all samples pooled)")

@@ -389,6 +389,14 @@ def test_subjects_matching_nothing_is_a_one_line_usage_error(command, capsys):
     assert "'nosuchlib.*' matches none of the" in err and "'snntorch.*'" in err and "'bitorch.*'" in err
 
 
+@pytest.mark.parametrize("command", ["run", "gate", "accept", "round"])
+def test_every_command_prints_its_help(command, capsys):
+    """argparse formats help strings with %: a literal percent sign in one (e.g. '95% of runs') breaks --help."""
+    with pytest.raises(SystemExit) as stopped:
+        main([command, "--help"])
+    assert stopped.value.code == 0 and "usage:" in capsys.readouterr().out
+
+
 def test_bad_arguments_are_one_line_usage_errors(capsys):
     for argv in (["gate", "--rounds", "0"], ["gate", "--alpha", "2"], ["run", "--slowdown", "nonsense"],
                  ["run", "--cases", "no|such|case"], ["frobnicate"]):
