@@ -260,9 +260,10 @@ def run_gate(args: argparse.Namespace) -> int:
     if gate.notes(verdict):
         print(gate.notes(verdict))
     print(gate.summary(verdict, baseline=str(baseline_path)))
-    if gate.nothing_gated(verdict):
-        print(f"conformance.bench: {gate.nothing_gated(verdict)} (on a machine the baseline lacks, add a session of "
-              "it: run, then accept --add)", file=sys.stderr)
+    why_nothing = gate.nothing_gated(verdict)
+    if why_nothing:
+        print(f"conformance.bench: {why_nothing} (on a machine the baseline lacks, add a session of it: run, then "
+              "accept --add)", file=sys.stderr)
         return NOTHING_GATED
     return 1 if verdict.failed else 0
 
