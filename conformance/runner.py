@@ -13,7 +13,7 @@ import time
 import traceback
 from collections import OrderedDict
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from . import registry
 from .checks import CHECKS
-from .checks.harness import Truth, spec_truth
+from .checks.harness import Check, Truth, spec_truth
 from .core import isolation
 from .core.causes import CheckFailed, TransformFailed, classify
 from .core.settings import PROFILES, cell_timeout_s, profile_name
@@ -164,7 +164,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     transform = registry.transforms()[cell.transform]
     options = PROFILES[profile or profile_name()]
     dtype, device = DTYPES[cell.dtype], torch.device(cell.device)
-    check = CHECKS[cell.check].fn
+    check = _judge(CHECKS[cell.check])
     state: dict = {"example": None, "excused": 0}
 
     # Compiling cells do not shrink a failure: every shrink step would compile again (minutes per cell). Nor do
@@ -273,10 +273,27 @@ def _short_trace(error: BaseException) -> str:
     return f"{stage}{type(inner).__name__}: {inner}\n{text}"[:4000]
 
 
+def _judge(check: Check) -> Callable[..., int]:
+    """The check's function; a check of gradients first fails with the backward's failure a run kept (a
+    forward-only layer's), while the checks of the forward judge that run. (Outside ``cell_property``, whose
+    source seeds the cells' examples.)"""
+    if not check.needs_grad:
+        return check.fn
+
+    def judge(ctx: Context, outcome: TransformRun, truth, transform: str) -> int:
+        for run in (outcome, outcome.against):
+            failure = run.findings.backward_failure if run is not None else None
+            if failure is not None:
+                raise _StopAtTransformFailure(failure) from failure.error
+        return check.fn(ctx, outcome, truth, transform)
+    return judge
+
+
 def _apply_known(result: CellResult, known) -> CellResult:
     if known is None:
         return result
-    result.known = {"reason": known.reason, "link": known.link, "cause": known.cause}
+    result.known = {"reason": known.reason, "link": known.link, "cause": known.cause,
+                    "reproducer": known.reproducer}
     if result.outcome == "pass":
         result.outcome = "xpass"
         result.message = f"known failure no longer fails (remove the entry): {known.reason}"

@@ -207,6 +207,55 @@ class CountsCalls(SpecModule):
         return super().forward(x)
 
 
+class MarksSwappedParameters(SpecModule):
+    """Writes to a buffer only while its parameters are not its own (a cache keyed on the parameter objects), so a
+    functional_call leaves the module in a state no eager forward would."""
+
+    def __init__(self, example: Example):
+        super().__init__(neurons.leaky, example.params, example.hyper)
+        self.register_buffer("swapped", torch.zeros(()))
+        self._own_ids = {name: id(p) for name, p in self.named_parameters()}
+
+    def forward(self, x):
+        if any(id(getattr(self, name)) != own for name, own in self._own_ids.items()):
+            self.swapped += 1.0
+        return super().forward(x)
+
+
+class UnwrapsOnEval(nn.Module):
+    """A wrapper whose eval() returns what it wraps: ``model = model.eval()`` silently drops the wrapper."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = _SignModule()
+
+    def forward(self, x):
+        return self.inner(x)
+
+    def eval(self):
+        super().eval()
+        return self.inner
+
+
+class _SignModule(nn.Module):
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=1.0)
+
+
+class _NegatedSignNoBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return -torch.where(x >= 0, torch.ones_like(x), -torch.ones_like(x))
+
+
+class ForwardOnlyWrongForward(nn.Module):
+    """An inference kernel (no backward) whose forward is wrong: its gradient checks fail on the missing backward,
+    and its forward must still be judged (and fail as a forward mismatch, not be hidden behind the backward)."""
+
+    def forward(self, x):
+        return _NegatedSignNoBackward.apply(x)
+
+
 class WrongDtype(nn.Module):
     """Always returns float32, whatever the input dtype."""
 
@@ -307,6 +356,14 @@ MUTANTS: tuple[Mutant, ...] = (
            "vmap", "no_state_leak", "state-leak", "hidden state mutated under vmap (batched tensor left behind)"),
     Mutant(_subject("leaves_global_hook", "quant.sign_ste", lambda ex: LeavesGlobalHook(), fixed=_SIGN),
            "functional_call", "no_state_leak", "state-leak", "a global module hook installed and left behind"),
+    Mutant(_subject("marks_swapped_parameters", "neuron.leaky", MarksSwappedParameters, fixed=dict(_LEAKY),
+                    param_map={"beta": "beta", "threshold": "threshold"}),
+           "functional_call", "no_state_leak", "state-leak", "a buffer written only while the parameters are swapped"),
+    Mutant(_subject("unwraps_on_eval", "quant.sign_ste", lambda ex: UnwrapsOnEval(), fixed=_SIGN),
+           "module_contract", "module_contract", "module-method-returned-other", "eval() returns the wrapped module"),
+    Mutant(_subject("forward_only_wrong_forward", "quant.sign_ste", lambda ex: ForwardOnlyWrongForward(),
+                    fixed=_SIGN),
+           "eager", "forward_matches_spec", "forward-mismatch", "an inference kernel (no backward) computing -sign(x)"),
     Mutant(_subject("overwrites_hooked_output", "quant.sign_ste", lambda ex: OverwritesHookedOutput(), fixed=_SIGN),
            "forward_hooks", "hook_capture_intact", "hook-capture-mutated", "a hooked submodule's output is "
            "overwritten in place"),

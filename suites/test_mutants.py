@@ -77,3 +77,56 @@ def test_a_failed_transform_that_leaves_state_behind_is_recorded_and_undone():
     undone = result.extra["process_state_restored"]
     assert any("_global_buffer_registration_hooks" in line for line in undone) and "grad mode left off" in undone
     assert isolation.restore(before) == [] and torch.is_grad_enabled()
+
+
+class _KeepsLastMembrane(torch.nn.Module):
+    """A stateful neuron as snntorch and sinabs write them: forward stores its state in a registered buffer."""
+
+    def __init__(self, example):
+        super().__init__()
+        from conformance.subjects.reference import SpecModule
+        from reference import neurons
+
+        self.neuron = SpecModule(neurons.leaky, example.params, example.hyper)
+        self.register_buffer("last", torch.zeros(()))
+
+    def forward(self, x):
+        out = self.neuron(x)
+        self.last = out.detach().sum() + self.neuron.beta.detach().sum()  # depends on the parameters it ran with
+        return out
+
+
+def test_functional_call_lets_a_forward_update_its_own_buffers_as_eager_does():
+    """torch.func.functional_call documents that buffers it is not given stay the module's: a forward that updates
+    them does so as an eager forward would, which is no leak (snntorch's and sinabs' neurons were blamed for it);
+    the mutant marks_swapped_parameters, whose buffer changes only under functional_call, still fails."""
+    from suites.mutants import _LEAKY
+
+    registry.register(Subject(id="mutant.keeps_last_membrane", spec="neuron.leaky", build=_KeepsLastMembrane,
+                              fixed=dict(_LEAKY), param_map={"beta": "neuron.beta", "threshold": "neuron.threshold"},
+                              library="mutants"))
+    result = run_cell(Cell("mutant.keeps_last_membrane", "functional_call", "no_state_leak", "cpu", "float32"))
+    assert result.outcome == "pass", result.message
+
+
+def test_opacus_is_told_the_batch_axis_its_parameter_layers_see():
+    """Opacus' batch_first describes the inputs of the layers holding parameters: a recurrent neuron stepped over a
+    time-major sequence feeds its nn.Linear (B, N) per step (batch first), while a layer applied to the whole
+    sequence sees (T, B, N). The harness drove snntorch's RLeaky with the sequence's layout and blamed snntorch."""
+    from conformance.transforms.functional import _batch_first
+
+    class Stepped(torch.nn.Module):
+        def __init__(self, n=3):
+            super().__init__()
+            self.recurrent = torch.nn.Linear(n, n)
+
+        def forward(self, x):  # (T, B, N), one step at a time
+            return torch.stack([self.recurrent(step) for step in x])
+
+    whole = torch.nn.Linear(3, 3)  # applied to (T, B, N) at once: batch on dim 1
+    x = torch.randn(5, 2, 3)
+    assert _batch_first(Stepped(), x, bd=1, time_dim=0) is True
+    assert _batch_first(Stepped(2), torch.randn(3, 2, 2), bd=1, time_dim=0) is True  # B == N: a step all the same
+    assert _batch_first(whole, x, bd=1, time_dim=0) is False
+    assert _batch_first(whole, torch.randn(2, 2, 3), bd=1, time_dim=0) is False  # T == B: the whole input
+    assert _batch_first(torch.nn.ReLU(), x, bd=0) is True  # no parameters: the input's layout

@@ -35,6 +35,9 @@ CAUSES: dict[str, str] = {
     "deepcopy-getattr-recursion": "deepcopy/pickle recursed through a __getattr__ that delegates to a missing attribute",
     "deepcopy-non-leaf": "deepcopy of a module holding non-leaf tensors (state left by a forward pass)",
     "pickle-failed": "pickle raised (closures, lambdas, local classes or unpicklable state)",
+    "module-method-returned-other": "a chaining nn.Module method (eval, train, to, float, ...) returned another "
+                                    "object than the module itself",
+    "module-method-failed": "a chaining nn.Module method (eval, train, to, float, ...) raised",
     "state-dict-mismatch": "load_state_dict into a fresh instance failed or did not restore the outputs",
     "functional-call-failed": "torch.func.functional_call raised",
     "vmap-unsupported": "torch.func.vmap raised",

@@ -86,6 +86,8 @@ class Known:
     examples (which one a cell reports depends on the example drawn first), each to be explained in ``reason``.
     ``torch`` is a glob over ``torch.__version__`` for failures that depend on the torch release (dynamo's graph
     breaks change between releases); an entry for another release is not applied here and is not stale here.
+    ``reproducer`` is the path, from the suite's root, of a standalone script (the library and torch, nothing of
+    this project) that shows the failure by failing (reproducers/README.md); every entry has one.
     """
 
     transform: str
@@ -97,6 +99,7 @@ class Known:
     dtype: str = "*"
     also: tuple[str, ...] = ()
     torch: str = "*"
+    reproducer: str = ""
 
     def explains(self, cause: str | None) -> bool:
         """Whether a failure classified as ``cause`` is this known failure."""

@@ -7,7 +7,7 @@ Version 1. Every field below is written; ``library_version`` and ``extra`` may b
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 VERSION = 1
 OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip", "crash", "timeout")
@@ -33,6 +33,7 @@ class Known(TypedDict):
     reason: str
     link: str
     cause: str | None
+    reproducer: NotRequired[str]  # path from the suite's root of the standalone script that shows it
 
 
 class Record(TypedDict):

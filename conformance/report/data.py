@@ -59,6 +59,23 @@ def natural_key(name: str) -> tuple:
 
 
 # ------------------------------------------------------------------------------------------------------ loading
+def reproducer_code(path) -> str | None:
+    """The text of a known failure's reproducer when ``path`` names a file under this checkout's reproducers/ (a
+    record is data: its path is read only there), capped; else None."""
+    from .. import SUITE_ROOT
+
+    if not isinstance(path, str) or not path.startswith("reproducers/"):
+        return None
+    try:
+        folder = (SUITE_ROOT / "reproducers").resolve()
+        file = (SUITE_ROOT / path).resolve()
+        if folder not in file.parents or not file.is_file():
+            return None
+        return cap(file.read_text(encoding="utf-8", errors="replace"), 3 * TEXT_CAP)
+    except (OSError, ValueError):
+        return None
+
+
 def cap(value, limit: int = TEXT_CAP) -> str | None:
     """``value`` as text of at most ``limit`` characters (plus a note of how many were cut); None stays None."""
     if value is None:
@@ -324,8 +341,11 @@ class _Loader:
             message = cap((message + "\n" if message else "") + LEFT_BEHIND + "; ".join(undone))
         known = record.get("known")
         if isinstance(known, dict):
-            entry = tuple(intern(known.get(k), TEXT_CAP) for k in ("reason", "link", "cause"))
-            known = self.knowns.setdefault(entry, dict(zip(("reason", "link", "cause"), entry)))
+            entry = tuple(intern(known.get(k), TEXT_CAP) for k in ("reason", "link", "cause", "reproducer"))
+            known = self.knowns.get(entry)
+            if known is None:
+                known = self.knowns[entry] = dict(zip(("reason", "link", "cause", "reproducer"), entry))
+                known["reproducer_code"] = reproducer_code(known["reproducer"])
         else:
             known = None
         tie = record.get("tie_excluded")

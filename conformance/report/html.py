@@ -625,6 +625,8 @@ _JS = r"""
       const link = known.link && /^https?:\/\//i.test(known.link) ? el("a", { href: known.link, rel: "noopener noreferrer", target: "_blank" }, known.link) : known.link;
       add("known failure", known.reason || "(no reason)", known.cause ? el("span", { class: "muted" }, " [" + known.cause + "]") : null,
         link ? el("br") : null, link || null);
+      if (known.reproducer) add("reproducer", el("code", null, known.reproducer), known.reproducer_code ?
+        el("details", null, el("summary", null, "standalone script (the library and torch only)"), el("pre", null, known.reproducer_code)) : null);
     }
     const env = r[ENV] >= 0 ? D.envs[r[ENV]] : {};
     add("environment", ["torch " + fmt(env.torch), "python " + fmt(env.python), fmt(env.platform), "device " + fmt(env.device_name),

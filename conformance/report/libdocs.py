@@ -16,7 +16,7 @@ from tabulate import tabulate
 
 from ..core.escape import md_code, md_fence, md_text, md_url, terminal_text
 from ..core.fileio import atomic_write
-from .data import LEFT_BEHIND, left_behind, load_records
+from .data import LEFT_BEHIND, left_behind, load_records, reproducer_code
 
 FAILING = ("fail", "xfail", "xpass", "crash", "timeout")
 #: Libraries under test as transforms rather than subjects: their page gathers the cells of their transforms.
@@ -75,6 +75,9 @@ def render(library: str, records: list) -> str:
             lines += [f"### {md_code(cause or 'known failure')}: {len(recs)} cell(s) of {len(subjects)} subject(s)", ""]
             url = md_url(link)
             lines += [f"**Why:** {md_text(what)}" + (f" ([evidence]({url}))" if url else _in_repository(link)), ""]
+            shown = sorted({(r.get("known") or {}).get("reproducer") or "" for r in recs} - {""})
+            if shown and reproducer_code(shown[0]) is not None:
+                lines += [f"**Reproducer** (the library and torch only): {md_code(shown[0])}", ""]
         else:
             lines += [f"### {md_text(what)}: {md_code(cause)} (not explained by a known failure)", ""]
         lines += _cells_by_subject(recs)

@@ -132,7 +132,10 @@ _NO_SETUP_CONTEXT = "autograd-function-without-setup_context"
 def _functorch_known(function: str, transforms: tuple[str, ...]) -> tuple[Known, ...]:
     reason = (f"bitorch's {function} is an autograd.Function written forward(ctx, ...) without setup_context, "
               "which torch.func (vmap/grad/jvp, Opacus' functorch path) requires")
-    return tuple(Known(transform=t, cause=_NO_SETUP_CONTEXT, reason=reason, link=DEEPCOPY_VMAP_PR) for t in transforms)
+    script = {"GradientCancellation": "reproducers/bitorch/gradient_cancellation_torch_func.py",
+              "WeightDoReFaFunction": "reproducers/bitorch/weight_dorefa_torch_func.py"}[function]
+    return tuple(Known(transform=t, cause=_NO_SETUP_CONTEXT, reason=reason, link=DEEPCOPY_VMAP_PR, reproducer=script)
+                 for t in transforms)
 
 
 _FUNC_TRANSFORMS = ("vmap", "grad", "jvp")
@@ -145,17 +148,30 @@ def _container_known() -> tuple[Known, ...]:
     link = f"{SOURCE}/layers/extensions/layer_container.py"
     return (
         _JIT_SCRIPT,
-        Known(transform="deepcopy*", cause="deepcopy-getattr-recursion", reason=_DEEPCOPY_REASON, link=DEEPCOPY_VMAP_PR),
+        Known(transform="deepcopy*", cause="deepcopy-getattr-recursion", reason=_DEEPCOPY_REASON, link=DEEPCOPY_VMAP_PR,
+              reproducer="reproducers/bitorch/layer_container_deepcopy.py"),
         Known(transform="pickle*", cause="pickle-failed", reason="LayerContainer fakes __class__ (a property "
               "returning the wrapped layer's class), so pickle's __reduce_ex__ emits that class for an object whose "
-              "type is LayerContainer ('args[0] from __newobj__ args has the wrong class')", link=link),
+              "type is LayerContainer ('args[0] from __newobj__ args has the wrong class')", link=link,
+              reproducer="reproducers/bitorch/layer_container_pickle.py"),
     )
+
+
+#: A layer that is a LayerContainer (not a model that holds some).
+_RETURNS_INNER = Known(
+    transform="module_contract", check="module_contract", cause="module-method-returned-other",
+    reason="LayerContainer.__getattr__ hands every nn.Module method to the layer it wraps and patches the return "
+           "value of `to` alone, so eval(), train(), requires_grad_(), double(), float() and cpu() return the inner "
+           "_QLinearComposed/_QConv2dComposed: `layer = layer.eval()` drops the container",
+    link=f"{SOURCE}/layers/extensions/layer_container.py#L16",
+    reproducer="reproducers/bitorch/layer_container_methods_return_inner_layer.py")
 
 
 _JIT_SCRIPT = Known(transform="jit_script", cause="jit-unsupported",
                     reason="TorchScript compiles Quantization's deprecated 'bitwidth' property, whose warn(..., "
                            "DeprecationWarning) call it cannot script ('Python exception cannot be used as a value')",
-                    link=f"{SOURCE}/quantizations/base.py")
+                    link=f"{SOURCE}/quantizations/base.py",
+                    reproducer="reproducers/bitorch/quantization_jit_script_bitwidth.py")
 _PRINT_BREAK = "graph-break:Dynamo does not know how to trace builtin operator  print  with argument types"
 
 
@@ -165,18 +181,21 @@ def _steheaviside_known() -> tuple[Known, ...]:
     return (
         Known(transform="eager", check="output_dtype", dtype="float64", cause="dtype-mismatch", link=link,
               reason="SteHeavisideFunction.forward builds its output with torch.where from two float32 "
-                     "torch.tensor(1.0)/(-1.0) constants, so the output is float32 whatever the input dtype"),
+                     "torch.tensor(1.0)/(-1.0) constants, so the output is float32 whatever the input dtype",
+              reproducer="reproducers/bitorch/steheaviside_output_dtype.py"),
         Known(transform="eager", check="output_dtype", dtype="bfloat16", cause="dtype-mismatch", link=link,
               reason="SteHeavisideFunction.forward builds its output from float32 constants: bfloat16 in, "
-                     "float32 out"),
-        Known(transform="compile_*", cause=_PRINT_BREAK, reason=reason, link=link),
+                     "float32 out", reproducer="reproducers/bitorch/steheaviside_output_dtype.py"),
+        Known(transform="compile_*", cause=_PRINT_BREAK, reason=reason, link=link,
+              reproducer="reproducers/bitorch/steheaviside_compile_print.py"),
     )
 
 
 _OPACUS_DEEPCOPY = Known(transform="opacus_*", cause="deepcopy-getattr-recursion", link=DEEPCOPY_VMAP_PR,
                          reason="Opacus computes per-sample gradients of a layer it has no sampler for through "
                                 "functorch, whose make_functional deep-copies the layer: the LayerContainer "
-                                "KeyError of the deepcopy cells")
+                                "KeyError of the deepcopy cells",
+                         reproducer="reproducers/bitorch/layer_container_opacus.py")
 
 
 def _threshold_zero_known(function: str) -> Known:
@@ -184,7 +203,8 @@ def _threshold_zero_known(function: str) -> Known:
                  reason=f"QActivation documents gradient_cancellation_threshold=0 as 'disabled', but __init__ does "
                         f"'threshold or config.gradient_cancellation_threshold', so 0.0 becomes 1.0 and the "
                         f"{function} gradient is zeroed for |x| > 1",
-                 link=f"{SOURCE}/layers/qactivation.py")
+                 link=f"{SOURCE}/layers/qactivation.py",
+                 reproducer="reproducers/bitorch/qactivation_threshold_zero_not_disabled.py")
 
 
 _LAYER_LEVEL = "a layer-level transform: Resnet18V2 is a model-level row (LeNet and bitorch's layer rows cover it)"
@@ -204,13 +224,14 @@ _CUDA_MODEL_KNOWN: tuple[Known, ...] = (
           reason="autocast runs the convolutions and linear layers in bfloat16/float16: a pre-activation near 0 "
                  "changes sign after rounding, the binarized activation flips between -1 and +1, and every later "
                  "layer sees a different input (19 of 20 logits moved, by up to 0.5). A binarized network is not "
-                 "autocast-safe by construction; not a bitorch defect"),
+                 "autocast-safe by construction; not a bitorch defect",
+          reproducer="reproducers/bitorch/lenet_autocast_flips_signs.py"),
     Known(transform="cpu_vs_cuda", check="preserves_grad", cause="transform-changed-grad",
           link="https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices",
           reason="cuDNN convolutions run in TF32 by default (torch.backends.cudnn.allow_tf32=True, 10 mantissa "
                  "bits): the float32 weight gradient of the first conv differs from the CPU's by 2e-3 relative "
                  "(max 0.009 on values near 5), over the 1e-5 float32 tolerance. A torch default every CUDA user "
-                 "gets, so the cell keeps it"),
+                 "gets, so the cell keeps it", reproducer="reproducers/bitorch/lenet_cuda_tf32_conv_grad.py"),
 )
 
 
@@ -250,12 +271,12 @@ def subjects() -> Iterator[Subject]:
     per_sample = ("vmap", "grad", "jvp", "per_sample_grad")
     yield _subject("QLinear", "layer.binary_linear", build_qlinear, fixed=dict(layer, bias=True),
                    param_map={"weight": "weight", "bias": "bias"},
-                   known=(*_container_known(), _OPACUS_DEEPCOPY,
+                   known=(*_container_known(), _RETURNS_INNER, _OPACUS_DEEPCOPY,
                           *_functorch_known("GradientCancellation", per_sample)))
     conv = dict(layer, bias=False)
     yield _subject("QConv2d", "layer.binary_conv2d", build_qconv2d,
                    fixed=dict(conv, pad_value=st.sampled_from([-1.0, 1.0])), param_map={"weight": "weight"},
-                   known=(*_container_known(), _OPACUS_DEEPCOPY,
+                   known=(*_container_known(), _RETURNS_INNER, _OPACUS_DEEPCOPY,
                           *_functorch_known("GradientCancellation", per_sample)))
     yield _subject("QConv2d[pad_value=0]", "layer.binary_conv2d", build_qconv2d,
                    fixed=dict(conv, pad_value=0.0, padding=1), param_map={"weight": "weight"},
@@ -264,8 +285,9 @@ def subjects() -> Iterator[Subject]:
                                 reason="QConv2d_NoAct does 'pad_value or config.padding_value', so an explicit "
                                        "pad_value=0.0 pads the binarized input with -1.0 (the border outputs "
                                        "differ, and so does the weight gradient, which reads the padded input)",
-                                link=f"{SOURCE}/layers/qconv2d.py"),
-                          *_container_known(), _OPACUS_DEEPCOPY,
+                                link=f"{SOURCE}/layers/qconv2d.py",
+                                reproducer="reproducers/bitorch/qconv2d_pad_value_zero_ignored.py"),
+                          *_container_known(), _RETURNS_INNER, _OPACUS_DEEPCOPY,
                           *_functorch_known("GradientCancellation", per_sample)))
     yield _subject("LeNet", "model.image_classifier", build_lenet, fixed={"batch": 2, "channels": 1, "size": 28},
                    param_map={"conv1.weight": "_model.0.weight", "qconv.weight": "_model.4.weight",
@@ -280,7 +302,8 @@ def subjects() -> Iterator[Subject]:
                           Known(transform="opacus_*", cause="opacus-failed", link=DEEPCOPY_VMAP_PR,
                                 reason="LeNet has BatchNorm layers (buffers), which Opacus' strict GradSampleModule "
                                        "refuses; bitorch pull request 4 ran ModuleValidator.fix first (bitorch's own per-sample "
-                                       "failure shows under per_sample_grad and vmap)"),
+                                       "failure shows under per_sample_grad and vmap)",
+                                reproducer="reproducers/bitorch/model_batchnorm_opacus.py"),
                           *_functorch_known("GradientCancellation", per_sample)))
     # The whole ResNet only where a model-level property is asked (copies, state, per-sample gradients, hooks); the
     # layer-level transforms are covered by its layers' own rows and by LeNet. Measured on the 2-core host (one torch
@@ -297,4 +320,5 @@ def subjects() -> Iterator[Subject]:
                           *_functorch_known("GradientCancellation", ("per_sample_grad",)),
                           Known(transform="opacus_*", cause="opacus-failed", link=DEEPCOPY_VMAP_PR,
                                 reason="Resnet18V2 has BatchNorm layers (buffers), which Opacus' strict "
-                                       "GradSampleModule refuses")))
+                                       "GradSampleModule refuses",
+                                reproducer="reproducers/bitorch/model_batchnorm_opacus.py")))

@@ -12,13 +12,13 @@ Adapter conventions (bitorch-engine's, mapped onto the specs):
 - ``BinaryConv2dCPP``'s im2col writes a 0 bit (-1) for a padded pixel: the spec's ``pad_value=-1.0``; no groups;
 - neither layer has a backward (inference kernels); the gradient spec is the one of bitorch's ``QLinear`` /
   ``QConv2d`` with sign quantization (clipped STE, threshold 1), whose trained weights these layers are built to
-  run (``BinaryLinearCPP.create_clone_from``). Every check whose transform runs a backward fails, the forward checks
-  included (the eager transform runs forward and backward): the forward is judged against the spec under
-  ``no_grad`` by ``suites/libraries/test_bitorch_engine_adapters.py`` (exact on drawn examples);
+  run (``BinaryLinearCPP.create_clone_from``). The checks of gradients fail (``backward-raised``); the forward
+  checks of every transform are judged (the harness keeps a backward's failure for the gradient checks), and
+  ``suites/libraries/test_bitorch_engine_adapters.py`` judges the forward against the spec under ``no_grad`` too;
 - CPU only (``RuntimeMode.CPU``: the C++ code reads host memory through ``data_ptr``): no cuda cells.
 
 Findings outside the matrix, pinned by strict xfail tests in ``suites/libraries/test_bitorch_engine_adapters.py``
-(the matrix cannot show them: a forward finding is hidden by the backward's, and a heap overflow is no outcome):
+(the matrix's examples avoid them: a heap overflow is no outcome, and the spec draws no such shape):
 - memory safety: the packing loop ``_get_binary_col_unrolled`` writes four words per step, past the end of its
   buffer when the number of columns is not a multiple of 4: ``BinaryLinearCPP`` with ``out_features % 4 != 0``,
   ``BinaryConv2dCPP``'s 1x1 / stride 1 / unpadded path with ``H * W % 4 != 0`` (glibc aborts with "free(): invalid
@@ -85,49 +85,47 @@ def build_binary_conv2d(example: Example) -> nn.Module:
 _NO_BACKWARD = "backward-raised"
 _NO_SETUP_CONTEXT = "autograd-function-without-setup_context"
 _PYBIND_BREAK = "graph-break:Dynamo does not know how to trace the builtin  bitorch_engine.extensions.binary_"
-#: Transforms every check of which runs a backward through the layer (of the transformed module or of the eager
-#: baseline it is compared with), so that the backward's NotImplementedError is their outcome.
-_BACKWARD_TRANSFORMS = ("eager", "deepcopy*", "pickle*", "state_dict", "functional_call", "jit_script", "jit_trace",
-                        "forward_hooks", "checkpoint")
+_SKIPPED_CALL = "graph-break:Attempted to call function marked as skipped"
 
 
-def _known(function: str, layer: str, kernel: str) -> tuple[Known, ...]:
+def _known(function: str, layer: str, kernel: str, script: str) -> tuple[Known, ...]:
     """The findings shared by both layers: ``function`` is the layer's autograd.Function, ``layer`` / ``kernel`` the
-    links to the Python file that defines it and to the C++ source of its forward."""
+    links to the Python file that defines it and to the C++ source of its forward, ``script`` the layer's prefix of
+    the reproducers' paths."""
     no_backward = (f"{function} is an autograd.Function with a forward only (an inference kernel: no backward, no "
-                   f"vjp), so any backward through the layer raises NotImplementedError")
+                   f"vjp), so any backward through the layer raises NotImplementedError; the forward checks of every "
+                   f"transform are judged without it")
+    untraced = (f"{function}.forward calls the pybind11 extension's forward directly (not a registered custom op), "
+                f"which dynamo cannot trace: fullgraph=True fails at the call")
     return (
         *(Known(transform="eager", dtype=dtype, cause="forward-raised", link=kernel,
+                reproducer=f"{script}_float64_bfloat16.py",
                 reason=f"the C++ forward reads input and weight through data_ptr<float>() and allocates a float32 "
                        f"output: {dtype} raises 'expected scalar type Float but found {name}'")
           for dtype, name in (("float64", "Double"), ("bfloat16", "BFloat16"))),
-        *(Known(transform=t, cause=_NO_BACKWARD, link=layer,
-                reason=no_backward + "; every check of this transform runs that backward (the transformed module's "
-                       "or the eager baseline's), so none of them, the forward included, is judged here (the "
-                       "forward is checked against the spec under no_grad in "
-                       "suites/libraries/test_bitorch_engine_adapters.py)")
-          for t in _BACKWARD_TRANSFORMS),
-        *(Known(transform=t, cause=_NO_BACKWARD, link=layer,
-                reason=no_backward + "; the transform compares with the eager module's forward+backward, which "
-                       "raises first (its fullgraph compile would stop at the C++ call as in compile_inductor)")
+        Known(transform="compile_inductor", cause=_PYBIND_BREAK, link=layer, reason=untraced,
+              reproducer=f"{script}_compile_graph_break.py"),
+        *(Known(transform=t, check="no_graph_breaks", cause=_SKIPPED_CALL, also=(_PYBIND_BREAK,), link=layer,
+                reason=untraced + " (dynamo's explanation names the skipped call)",
+                reproducer=f"{script}_compile_graph_break.py")
           for t in ("compile_aot_eager", "compile_dynamic")),
-        Known(transform="compile_inductor", cause=_PYBIND_BREAK, link=layer,
-              reason=f"{function}.forward calls the pybind11 extension's forward directly (not a registered custom "
-                     f"op), which dynamo cannot trace: fullgraph=True fails at the call"),
-        Known(transform="jvp", cause=_NO_BACKWARD, link=layer,
-              reason=no_backward + "; the transform compares forward mode with the eager backward, which raises first "
-                                   "(forward mode fails as well: the Function has neither jvp nor setup_context)"),
-        Known(transform="bdpy_features", check="preserves_grad", cause=_NO_BACKWARD, link=layer,
-              reason=no_backward + "; the check back-propagates through the layer's feature"),
-        *(Known(transform=t, cause=_NO_SETUP_CONTEXT, link=layer,
+        *(Known(transform=t, check="preserves_forward", cause=_PYBIND_BREAK, link=layer, reason=untraced,
+                reproducer=f"{script}_compile_graph_break.py")
+          for t in ("compile_aot_eager", "compile_dynamic")),
+        *(Known(transform=t, cause=_NO_SETUP_CONTEXT, link=layer, reproducer=f"{script}_vmap.py",
                 reason=f"{function} is an autograd.Function written forward(ctx, ...) without setup_context, which "
-                       f"torch.func requires (vmap, grad, per-sample gradients; Opacus has no grad sampler for the "
-                       f"layer and takes its functorch path in both modes)")
-          for t in ("vmap", "grad", "per_sample_grad", "opacus_*")),
+                       f"torch.func requires (vmap, grad, jvp, per-sample gradients; Opacus has no grad sampler for "
+                       f"the layer and takes its functorch path in both modes); the script shows it under vmap, "
+                       f"for inference")
+          for t in ("vmap", "grad", "jvp", "per_sample_grad", "opacus_*")),
         Known(transform="export", cause="export-failed", link=layer,
+              reproducer=f"{script}_export.py",
               reason=f"torch.export traces with fake tensors, which hold no data; {function}.forward hands them to the "
                      f"pybind11 extension, whose C++ code reads data_ptr() ('The tensor has a non-zero number of "
                      f"elements, but its data is not allocated yet'): the kernel is not registered as a custom op"),
+        *(Known(transform="*", check=check, cause=_NO_BACKWARD, link=layer, reason=no_backward,
+                reproducer="reproducers/bitorch_engine/layers_have_no_backward.py")
+          for check in ("grad_matches_spec", "preserves_grad")),
     )
 
 
@@ -144,7 +142,9 @@ def _subject(name: str, spec: str, build, **fields) -> Subject:
 def subjects() -> Iterator[Subject]:
     yield _subject("BinaryLinearCPP", "layer.binary_linear", build_binary_linear,
                    fixed=dict(_LAYER, in_features=_WORDS, out_features=_OUT_FEATURES, inner_dim=False),
-                   known=_known("BinaryLinearForward", f"{_LINEAR_SRC}/layer.py", f"{_LINEAR_SRC}/binary_linear.cpp"))
+                   known=_known("BinaryLinearForward", f"{_LINEAR_SRC}/layer.py", f"{_LINEAR_SRC}/binary_linear.cpp",
+                                "reproducers/bitorch_engine/binary_linear"))
     yield _subject("BinaryConv2dCPP", "layer.binary_conv2d", build_binary_conv2d,
                    fixed=dict(_LAYER, in_channels=_WORDS, size=_SIDES, groups=1, dilation=1, pad_value=-1.0),
-                   known=_known("BinaryConv2dForward", f"{_CONV_SRC}/layer.py", f"{_CONV_SRC}/binary_conv.cpp"))
+                   known=_known("BinaryConv2dForward", f"{_CONV_SRC}/layer.py", f"{_CONV_SRC}/binary_conv.cpp",
+                                "reproducers/bitorch_engine/binary_conv2d"))

@@ -99,27 +99,36 @@ def build_conv2d_binary(example: Example) -> nn.Module:
 
 
 _PICKLE = Known(transform="pickle*", cause="pickle-failed", link=f"{SOURCE}/inject/__init__.py",
+                reproducer="reproducers/brevitas/pickle_quantizer_injector.py",
                 reason="quant layers keep their quantizer injectors (classes such as NoneActQuant, or ones derived by "
                        "keyword overrides) which pickle cannot find by name ('attribute lookup ... failed')")
 
 
-def _no_setup_context(function: str, transforms: tuple[str, ...]) -> tuple[Known, ...]:
+#: The STE Functions a subject meets first (the reproducers' docstrings show each).
+_WEIGHT_STE = "InplaceTensorClampSteFn, then BinarySignSteFn"
+_UINT_STE = "AbsBinarySignGradFn, then RoundSteFn"
+
+
+def _no_setup_context(function: str, transforms: tuple[str, ...], reproducer: str) -> tuple[Known, ...]:
     reason = (f"brevitas' STE autograd.Functions (ops/autograd_ste_ops.py; here {function}) are written "
               "forward(ctx, ...) without setup_context, which torch.func requires")
     return tuple(Known(transform=t, cause="autograd-function-without-setup_context", reason=reason,
-                       link=f"{SOURCE}/ops/autograd_ste_ops.py") for t in transforms)
+                       link=f"{SOURCE}/ops/autograd_ste_ops.py", reproducer=reproducer) for t in transforms)
 
 
 _JIT_SCRIPT = Known(transform="jit_script", cause="jit-unsupported", link=f"{SOURCE}/common.py",
+                    reproducer="reproducers/brevitas/jit_script_export_mode_setter_recursive.py",
                     reason="TorchScript cannot compile the quant proxies' export_mode property: its setter assigns "
                            "self.export_mode again ('method __export_mode_setter is called recursively')")
 _JIT_TRACE = Known(transform="jit_trace", check="preserves_grad", cause="transform-changed-grad",
                    link=f"{SOURCE}/function/ops_ste.py",
+                   reproducer="reproducers/brevitas/jit_trace_ste_gradient_lost.py",
                    reason="while torch.jit tracing, brevitas' *_ste functions return the plain op (torch.round, "
                           "binary_sign, ...) instead of the STE autograd.Function (a choice for ONNX export), so the "
                           "traced module's straight-through gradients become zero")
 _COMMON = (_PICKLE, _JIT_SCRIPT, _JIT_TRACE)
 _OPACUS = Known(transform="opacus_*", cause="opacus-failed", link=f"{SOURCE}/proxy/quant_proxy.py",
+                reproducer="reproducers/brevitas/opacus_trainable_layer_with_buffers.py",
                 reason="every quant proxy registers a StatelessBuffer '_zero_hw_sentinel', and Opacus' strict "
                        "GradSampleModule refuses trainable layers with buffers ('Model contains a trainable layer "
                        "with buffers')")
@@ -127,24 +136,30 @@ _WEIGHT_CLAMP = "weight's in-place clamp: tensor_clamp_ (torch.min(..., out=x)) 
 _BINARY_WEIGHT = (
     _PICKLE, _JIT_SCRIPT,
     Known(transform="jit_trace", cause="jit-unsupported", link=f"{SOURCE}/function/ops_ste.py",
+          reproducer="reproducers/brevitas/jit_trace_binary_weight_inplace_clamp.py",
           reason="while tracing, tensor_clamp_ste_ returns the plain in-place tensor_clamp_ instead of "
                  "InplaceTensorClampSteFn: the binary weight quantizer then runs torch.min(..., out=weight) on a "
                  "Parameter that requires grad, which autograd refuses ('functions with out=... arguments don't "
                  "support automatic differentiation')"),
     Known(transform="export", cause="export-failed", link=f"{SOURCE}/function/ops_ste.py",
+          reproducer="reproducers/brevitas/export_binary_weight_inplace_clamp.py",
           reason="torch.export fails in the same place as jit_trace: the binary " + _WEIGHT_CLAMP),
 )
 _FUNC = ("vmap", "grad", "jvp")
 _PER_SAMPLE = _FUNC + ("per_sample_grad",)
+_BINARY_FUNC = "reproducers/brevitas/binary_sign_ste_torch_func_without_setup_context.py"
+_ROUND_FUNC = "reproducers/brevitas/round_ste_torch_func_without_setup_context.py"
 
 
 #: bdpy's FeatureExtractor on a brevitas layer, asked for the layer and every submodule that runs (checked on 0.13.4).
 _BDPY = (
     Known(transform="bdpy_features", cause="hook-capture-mislabelled", link=POSITIONAL_LINK,
+          reproducer="reproducers/brevitas/bdpy_features_positional_mislabel.py",
           reason="the scaling's restrict_value_impl (and its apply_abs) runs twice per forward, and bdpy's run() pairs "
                  "hook outputs with layer names by position (features[layer] = outputs[i]): every later feature, the "
                  "layer's own included, is another module's output (a proxy's tuple, a QuantTensor, a Parameter)"),
     Known(transform="bdpy_features_detach", cause="forward-raised", link=TUPLE_OUTPUT_LINK,
+          reproducer="reproducers/brevitas/bdpy_features_detach_tuple_output.py",
           reason="the quant proxies return tuples and QuantTensors, on which FeatureExtractorHandleDetach's "
                  "module_out.detach() raises AttributeError inside forward"),
 )
@@ -153,7 +168,7 @@ _BDPY = (
 #: A finding of the H200 run (CUDA, torch 2.11), applied only there.
 _VMAP_RENAME_211 = Known(
     transform="vmap", cause="vmap-unsupported", link=f"{SOURCE}/utils/torch_utils.py#L25", device="cuda",
-    torch="2.11*",
+    torch="2.11*", reproducer="reproducers/brevitas/vmap_rename_no_batching_rule_torch211.py",
     reason="with torch 2.11 vmap stops before the STE Function: the quant proxies rename tensor dimensions "
            "(brevitas.utils.torch_utils.rename_, named tensors), and aten::rename has no batching rule ('Batching "
            "rule not implemented for aten::rename'); torch 2.13 gets past it to the setup_context error")
@@ -168,23 +183,23 @@ def subjects() -> Iterator[Subject]:
     per_tensor = dict(zero_point=0, rounding="half_even", channel_dim=None, scale=_SCALES)
     yield _subject("QuantIdentity[binary]", "quant.sign_clipped_ste", build_identity_binary,
                    fixed={"zero_value": 1.0, "threshold": 1.0, "inclusive": True},
-                   known=(*_COMMON, *_no_setup_context("BinarySignSteFn", _FUNC)))
+                   known=(*_COMMON, *_no_setup_context("BinarySignSteFn", _FUNC, _BINARY_FUNC)))
     yield _subject("QuantIdentity[ternary]", "quant.uniform", build_identity_ternary,
                    fixed=dict(per_tensor, bits=2, signed=True, narrow_range=True),
-                   known=(*_COMMON, *_no_setup_context("RoundSteFn", _FUNC)))
+                   known=(*_COMMON, *_no_setup_context("RoundSteFn", _FUNC, _ROUND_FUNC)))
     yield _subject("QuantIdentity[int]", "quant.uniform", build_identity_int,
                    fixed=dict(per_tensor, bits=st.integers(2, 4), signed=True, narrow_range=False),
-                   known=(*_COMMON, *_no_setup_context("RoundSteFn", _FUNC)))
+                   known=(*_COMMON, *_no_setup_context(_UINT_STE, _FUNC, _ROUND_FUNC)))
     yield _subject("QuantReLU", "quant.uniform", build_relu,
                    fixed=dict(per_tensor, bits=st.integers(1, 4), signed=False, narrow_range=False),
                    not_applicable={"grad_matches_spec": "QuantReLU quantizes relu(x): its gradient is 0 for "
                                    "-scale/2 < x <= 0, where the quantizer's STE (the spec) passes it; a different "
                                    "op by design, the forward is the spec's"},
-                   known=(*_COMMON, *_no_setup_context("RoundSteFn", _FUNC)))
+                   known=(*_COMMON, *_no_setup_context(_UINT_STE, _FUNC, _ROUND_FUNC)))
     binary = dict(input_quant="none", zero_value=1.0, weight_scaling="none", bias=True)
     yield _subject("QuantLinear[binary]", "layer.binary_linear", build_linear_binary, fixed=binary,
                    param_map={"weight": "weight", "bias": "bias"},
-                   known=(*_BINARY_WEIGHT, _OPACUS, *_no_setup_context("BinarySignSteFn", _PER_SAMPLE)))
+                   known=(*_BINARY_WEIGHT, _OPACUS, *_no_setup_context(_WEIGHT_STE, _PER_SAMPLE, _BINARY_FUNC)))
     yield _subject("QuantConv2d[binary]", "layer.binary_conv2d", build_conv2d_binary,
                    fixed=dict(binary, pad_value=0.0), param_map={"weight": "weight", "bias": "bias"},
-                   known=(*_BINARY_WEIGHT, _OPACUS, *_no_setup_context("BinarySignSteFn", _PER_SAMPLE)))
+                   known=(*_BINARY_WEIGHT, _OPACUS, *_no_setup_context(_WEIGHT_STE, _PER_SAMPLE, _BINARY_FUNC)))

@@ -97,7 +97,8 @@ _FUNCTION = "https://pytorch.org/docs/stable/notes/extending.html#forward-mode-a
 def _known(*, differentiable: bool = True) -> tuple[Known, ...]:
     if not differentiable:  # integer words (bit packing): there is no jvp to ask for
         return ()
-    return (Known("jvp", cause="jvp-unsupported", reason=_NO_JVP, link=_FUNCTION),)
+    return (Known("jvp", cause="jvp-unsupported", reason=_NO_JVP, link=_FUNCTION,
+                  reproducer="reproducers/kernels/jvp_autograd_function_without_jvp.py"),)
 
 
 #: Inapplicable by design, for every kernel subject.

@@ -8,9 +8,10 @@ keeps an ``nn.Parameter`` a user puts in the tuple (gradients do reach it), but 
 ``named_parameters()`` and ``state_dict()`` are empty (checked on 1.1.0 with ``tau_mem_inv``/``v_th`` as
 ``nn.Parameter``s), so ``functional_call``, per-sample gradients and Opacus cannot see it, and a ``param_map`` entry
 (a dotted path to a registered parameter) has nothing to point at. ``LIF``'s docstring says the opposite ("p: The
-neuron parameters as a torch Module, which allows the module to configure neuron parameters as optimizable"); the
-consequence is recorded under ``state_dict`` below. The adapters load the spec's parameters as plain tensors into
-``p`` and judge the input gradient only. (Registering them on the adapter's wrapper instead would judge the wrapper,
+neuron parameters as a torch Module, which allows the module to configure neuron parameters as optimizable"),
+which no cell asks yet (it needs a subject holding ``nn.Parameter``s in ``p``); the ``state_dict`` transform leaves
+such constructor values alone (only mapped parameters are changed in its target). The adapters load the spec's
+parameters as plain tensors into ``p`` and judge the input gradient only. (Registering them on the adapter's wrapper instead would judge the wrapper,
 not norse: ``functional_call`` would swap the wrapper's copies while norse computes with the tuple's.)
 
 ``LIFRecurrentCell`` has no subject: no spec describes norse's recurrent LIF (``neuron.rleaky``/``rsynaptic`` follow
@@ -19,6 +20,7 @@ snntorch's conventions, not norse's ``lif_step`` with input and recurrent weight
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Iterator
 
 import torch
@@ -33,6 +35,7 @@ LIBRARY = Library("norse", "norse", "1.1.0", no_deps=True,
                   dependencies=("nir==1.0.4", "nirtorch==2.0.2"))
 REQUIRES = ("norse",)
 _SRC = "https://github.com/norse/norse/blob/main/norse/torch"
+_REPRO = "reproducers/norse"
 
 #: spec surrogate name -> norse ``method``
 _METHODS = {"fast_sigmoid": "super", "triangular": "triangle"}
@@ -146,12 +149,18 @@ _INIT_STATE = ("initial_state() sets state.v.requires_grad = True on a fresh ten
 
 def _known_compile(module: str) -> tuple[Known, ...]:
     link = f"{_SRC}/module/{module}.py"
+    script = f"{_REPRO}/compile_{'lif_cell' if module == 'lif' else 'lif_box_cell'}_initial_state.py"
     return (
-        Known("compile_aot_eager", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_INIT_STATE, link=link),
-        Known("compile_aot_eager", "preserves_*", cause=_GB_FULLGRAPH, reason=_INIT_STATE, link=link),
-        Known("compile_dynamic", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_INIT_STATE, link=link),
-        Known("compile_dynamic", "preserves_forward", cause=_GB_FULLGRAPH, reason=_INIT_STATE, link=link),
-        Known("compile_inductor", "preserves_*", cause=_GB_FULLGRAPH, reason=_INIT_STATE, link=link),
+        Known("compile_aot_eager", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_INIT_STATE, link=link,
+              reproducer=script),
+        Known("compile_aot_eager", "preserves_*", cause=_GB_FULLGRAPH, reason=_INIT_STATE, link=link,
+              reproducer=script),
+        Known("compile_dynamic", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_INIT_STATE, link=link,
+              reproducer=script),
+        Known("compile_dynamic", "preserves_forward", cause=_GB_FULLGRAPH, reason=_INIT_STATE, link=link,
+              reproducer=script),
+        Known("compile_inductor", "preserves_*", cause=_GB_FULLGRAPH, reason=_INIT_STATE, link=link,
+              reproducer=script),
     )
 
 
@@ -159,23 +168,15 @@ def _known_pickle(params: str) -> tuple[Known, ...]:
     reason = (f"{params} is built by pytree.MultipleInheritanceNamedTupleMeta, which creates the class under "
               f"norse.torch.utils.pytree with a mangled base; pickle cannot find it by name")
     link = f"{_SRC}/utils/pytree.py"
-    return (Known("pickle", cause="pickle-failed", reason=reason, link=link),
-            Known("pickle_used", cause="pickle-failed", reason=reason, link=link))
-
-
-_STATE_DICT = ("the neuron parameters live in the named tuple module.p, not in parameters or buffers, so "
-               "state_dict() carries none of them and load_state_dict leaves the target's own values")
-
-
-def _known_state_dict(checks: tuple[str, ...], module: str) -> tuple[Known, ...]:
-    causes = {"preserves_forward": "transform-changed-forward", "preserves_grad": "transform-changed-grad"}
-    return tuple(Known("state_dict", check, cause=causes[check], reason=_STATE_DICT, link=f"{_SRC}/module/{module}.py")
-                 for check in checks)
+    script = f"{_REPRO}/pickle_{'lif_parameters' if params == 'LIFParameters' else 'lif_box_parameters'}.py"
+    return (Known("pickle", cause="pickle-failed", reason=reason, link=link, reproducer=script),
+            Known("pickle_used", cause="pickle-failed", reason=reason, link=link, reproducer=script))
 
 
 _DTYPE = Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", link=f"{_SRC}/module/lif.py",
                reason="initial_state creates the synaptic current i (and LIF's v) in float32 whatever the input "
-                      "dtype, so a bfloat16 input gives float32 spikes")
+                      "dtype, so a bfloat16 input gives float32 spikes",
+               reproducer=f"{_REPRO}/lif_bfloat16_input_gives_float32_spikes.py")
 _JIT = ("the cell's forward calls activation functions stored as attributes (and autograd.Functions), which "
         "TorchScript cannot compile")
 _SUPER = f"{_SRC}/functional/superspike.py"
@@ -185,16 +186,27 @@ _TRIANGLE = f"{_SRC}/functional/threshold.py"
 def _known_superspike() -> tuple[Known, ...]:
     return (
         Known("vmap", cause="autograd-function-no-vmap-rule", link=_SUPER,
-              reason="SuperSpike defines setup_context but neither generate_vmap_rule nor a vmap staticmethod"),
+              reason="SuperSpike defines setup_context but neither generate_vmap_rule nor a vmap staticmethod",
+              reproducer=f"{_REPRO}/superspike_vmap.py"),
         Known("jvp", cause="jvp-unsupported", link=_SUPER,
-              reason="SuperSpike defines no jvp, so forward-mode AD raises"),
+              reason="SuperSpike defines no jvp, so forward-mode AD raises", reproducer=f"{_REPRO}/superspike_jvp.py"),
     )
 
 
 def _known_triangle() -> tuple[Known, ...]:
     reason = "Triangle is an old-style autograd.Function (forward(ctx, ...), no setup_context): torch.func refuses it"
-    return tuple(Known(t, cause="autograd-function-without-setup_context", reason=reason, link=_TRIANGLE)
+    return tuple(Known(t, cause="autograd-function-without-setup_context", reason=reason, link=_TRIANGLE,
+                       reproducer=f"{_REPRO}/triangle_{t}.py")
                  for t in ("vmap", "grad", "jvp"))
+
+
+#: bdpy's entries (declared by transforms/bdpy.py's helpers) -> the scripts that show them on a norse cell
+_BDPY_SCRIPTS = {"bdpy_features": f"{_REPRO}/bdpy_stepped_cell_mislabelled.py",
+                 "bdpy_features_detach": f"{_REPRO}/bdpy_detach_tuple_output.py"}
+
+
+def _bdpy(entries: tuple[Known, ...]) -> tuple[Known, ...]:
+    return tuple(replace(k, reproducer=_BDPY_SCRIPTS[k.transform]) for k in entries)
 
 
 def subjects() -> Iterator[Subject]:
@@ -204,23 +216,24 @@ def subjects() -> Iterator[Subject]:
     yield Subject(id="norse.LIFCell", spec="neuron.norse_lif", build=build_lif_cell,
                   fixed={**super_fixed, "detach_reset": False},
                   known=(_DTYPE, *_known_compile("lif"), *_known_pickle("LIFParameters"),
-                         *_known_state_dict(("preserves_grad",), "lif"),
-                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py"),
-                         *_known_superspike(), *bdpy_stepped(tuple_output=True)),
+                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py",
+                               reproducer=f"{_REPRO}/jit_script_lif_cell.py"),
+                         *_known_superspike(), *_bdpy(bdpy_stepped(tuple_output=True))),
                   **common)
     yield Subject(id="norse.LIF[triangle]", spec="neuron.norse_lif", build=build_lif,
                   fixed={"surrogate": "triangular", "detach_reset": False},
                   known=(_DTYPE, *_known_compile("lif"), *_known_pickle("LIFParameters"),
-                         *_known_state_dict(("preserves_grad",), "lif"), *_known_triangle(),
-                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py"),
-                         *bdpy_tuple_output()),
+                         *_known_triangle(),
+                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py",
+                               reproducer=f"{_REPRO}/jit_script_lif.py"),
+                         *_bdpy(bdpy_tuple_output())),
                   **common)
     yield Subject(id="norse.LIFBoxCell", spec="neuron.norse_lif_box", build=build_lif_box_cell,
                   fixed=super_fixed,
                   known=(*_known_compile("lif_box"), *_known_pickle("LIFBoxParameters"),
-                         *_known_state_dict(("preserves_grad",), "lif_box"),
-                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py"),
-                         *_known_superspike(), *bdpy_stepped(tuple_output=True)),
+                         Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py",
+                               reproducer=f"{_REPRO}/jit_script_lif_cell.py"),
+                         *_known_superspike(), *_bdpy(bdpy_stepped(tuple_output=True))),
                   **common)
     # norse's heaviside fires at x > 0 (strict)
     yield Subject(id="norse.threshold[super]", spec="surrogate.fast_sigmoid", build=build_superspike,

@@ -142,55 +142,76 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
     lif = f"{_SRC}/layers/functional/lif.py"
     known = [
         Known("eager", "output_dtype", dtype="float64", cause="dtype-mismatch", link=_SPIKE,
-              reason="MultiSpike/SingleSpike return .float() spikes: float32 whatever the membrane's dtype"),
+              reason="MultiSpike/SingleSpike return .float() spikes: float32 whatever the membrane's dtype",
+              reproducer="reproducers/sinabs/neuron_spikes_float32.py"),
         Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", link=_SPIKE,
-              reason="MultiSpike/SingleSpike return .float() spikes: float32 whatever the membrane's dtype"),
+              reason="MultiSpike/SingleSpike return .float() spikes: float32 whatever the membrane's dtype",
+              reproducer="reproducers/sinabs/neuron_spikes_float32.py"),
         Known("compile_*", "no_graph_breaks", cause="graph-break:Data-dependent branching", reason=_GB_211,
-              link=_LAYER, device="cuda", torch="2.11*"),
-        Known("compile_*", cause="data-dependent-item", reason=_GB_211, link=_LAYER, device="cuda", torch="2.11*"),
-        Known("compile_aot_eager", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_GB_REASON, link=lif),
-        Known("compile_aot_eager", "preserves_*", cause=_GB_FULLGRAPH, reason=_GB_REASON, link=lif),
-        Known("compile_dynamic", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_GB_REASON, link=lif),
-        Known("compile_dynamic", "preserves_forward", cause=_GB_FULLGRAPH, reason=_GB_REASON, link=lif),
-        Known("compile_inductor", "preserves_*", cause=_GB_FULLGRAPH, reason=_GB_REASON, link=lif),
-        Known("functional_call", "no_state_leak", cause="state-leak", link=_LAYER,
-              reason="the membrane state v_mem is a registered buffer that every forward replaces, so a functional "
-                     "call changes the module's own buffers"),
+              link=_LAYER, device="cuda", torch="2.11*",
+              reproducer="reproducers/sinabs/compile_cuda_torch211_branch_on_spike_fn.py"),
+        Known("compile_*", cause="data-dependent-item", reason=_GB_211, link=_LAYER, device="cuda", torch="2.11*",
+              reproducer="reproducers/sinabs/compile_cuda_torch211_branch_on_spike_fn.py"),
+        Known("compile_aot_eager", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_GB_REASON, link=lif,
+              reproducer="reproducers/sinabs/compile_graph_break_python_type.py"),
+        Known("compile_aot_eager", "preserves_*", cause=_GB_FULLGRAPH, reason=_GB_REASON, link=lif,
+              reproducer="reproducers/sinabs/compile_graph_break_python_type.py"),
+        Known("compile_dynamic", "no_graph_breaks", cause=_GB_NO_BREAKS, reason=_GB_REASON, link=lif,
+              reproducer="reproducers/sinabs/compile_graph_break_python_type.py"),
+        Known("compile_dynamic", "preserves_forward", cause=_GB_FULLGRAPH, reason=_GB_REASON, link=lif,
+              reproducer="reproducers/sinabs/compile_graph_break_python_type.py"),
+        Known("compile_inductor", "preserves_*", cause=_GB_FULLGRAPH, reason=_GB_REASON, link=lif,
+              reproducer="reproducers/sinabs/compile_graph_break_python_type.py"),
         Known("pickle_used", cause="pickle-failed", link=_LAYER,
               reason="after forward+backward the v_mem buffer is a non-leaf tensor requiring grad; unpickled it "
                      "becomes a leaf requiring grad, and reset_states() then zeroes it in place, which autograd "
-                     "refuses"),
+                     "refuses",
+              reproducer="reproducers/sinabs/pickle_after_backward_reset_states.py"),
         Known("state_dict", cause="state-dict-mismatch", link=_LAYER,
               reason="the state buffers (v_mem) are in state_dict with the used batch shape, while a fresh layer "
-                     "holds shape-(0) placeholders: load_state_dict reports a size mismatch"),
-        Known("vmap", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE),
-        Known("grad", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE),
-        Known("jvp", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE),
+                     "holds shape-(0) placeholders: load_state_dict reports a size mismatch",
+              reproducer="reproducers/sinabs/state_dict_used_layer_size_mismatch.py"),
+        Known("vmap", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE,
+              reproducer="reproducers/sinabs/torch_func_vmap_spike_fn.py"),
+        Known("grad", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE,
+              reproducer="reproducers/sinabs/torch_func_grad_spike_fn.py"),
+        Known("jvp", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE,
+              reproducer="reproducers/sinabs/torch_func_jvp_spike_fn.py"),
         Known("export", "no_state_leak", cause="state-leak", link=f"{_SRC}/layers/lif.py",
               reason="LIF.forward stores self.firing_rate = spikes.mean() as a plain tensor attribute, so tracing "
-                     "leaves a FakeTensor on the layer"),
+                     "leaves a FakeTensor on the layer",
+              reproducer="reproducers/sinabs/export_leaves_fake_firing_rate.py"),
         Known("jit_script", cause="jit-unsupported", link=f"{_SRC}/layers/lif.py",
               reason="TorchScript cannot compile the layer's properties (_param_dict, alpha_mem_calculated) and the "
-                     "autograd.Function spike_fn it calls"),
+                     "autograd.Function spike_fn it calls",
+              reproducer="reproducers/sinabs/jit_script_layer.py"),
         Known("checkpoint", "state_matches_eager", cause="state-advanced-twice", link=_LAYER,
-              reason="checkpoint's recomputation runs the forward again, and reset_states() zeroes the v_mem buffer "
-                     "(the state the first forward left) in place"),
+              reason="forward overwrites the state buffer v_mem, so it is not side-effect free as checkpoint asks: "
+                     "a forward that starts from rest (reset_states(), as the adapter's and a network's do) is "
+                     "recomputed from rest and non-reentrant checkpoint stops before the state is written back, "
+                     "leaving v_mem at zero (with the reset outside, the recomputation starts from the advanced state "
+                     "and backward raises CheckpointError)",
+              reproducer="reproducers/sinabs/checkpoint_recomputation_resets_state.py"),
     ]
     if learnable:
         opacus = ("Opacus refuses a trainable layer that also holds buffers (the v_mem state): 'Model contains a "
                   "trainable layer with buffers that Opacus doesn't currently support'")
         known += [Known("per_sample_grad", cause="autograd-function-without-setup_context", reason=_OLD_STYLE,
-                        link=_SPIKE),
-                  Known("opacus_*", cause="opacus-failed", reason=opacus, link=_LAYER)]
+                        link=_SPIKE, reproducer="reproducers/sinabs/torch_func_per_sample_grad_spike_fn.py"),
+                  Known("opacus_*", cause="opacus-failed", reason=opacus, link=_LAYER,
+                        reproducer="reproducers/sinabs/opacus_layer_with_state_buffers.py")]
     return tuple(known)
 
 
 def _known_surrogate() -> tuple[Known, ...]:
     dtype = "SingleSpike returns .float() spikes: float32 whatever the input dtype"
-    return (*(Known(t, cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE)
+    return (*(Known(t, cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE,
+                    reproducer=f"reproducers/sinabs/torch_func_{t}_spike_fn.py")
               for t in ("vmap", "grad", "jvp")),
-            Known("eager", "output_dtype", dtype="float64", cause="dtype-mismatch", reason=dtype, link=_SPIKE),
-            Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", reason=dtype, link=_SPIKE))
+            Known("eager", "output_dtype", dtype="float64", cause="dtype-mismatch", reason=dtype, link=_SPIKE,
+                  reproducer="reproducers/sinabs/single_spike_float32.py"),
+            Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", reason=dtype, link=_SPIKE,
+                  reproducer="reproducers/sinabs/single_spike_float32.py"))
 
 
 #: sinabs ships its spike functions as autograd.Function classes, not modules: there is no module to script.

@@ -83,16 +83,27 @@ def spike_grad(surrogate: str, surrogate_alpha: float | None) -> Callable | None
 
 
 class SurrogateSpike(nn.Module):
-    """``snntorch.surrogate.<factory>(**kwargs)(x)``: the factory is a module-level function (pickled by reference);
-    its closure is made in forward, so the module holds no closure of its own."""
+    """``snntorch.surrogate.<factory>(**kwargs)(x)``, as a user holds it: the closure made once. The factory is a
+    module-level function (pickled by reference) and a copy or an unpickled module makes the closure again, which a
+    closure cannot be pickled to do: the copies judge snntorch's spike function, not the adapter's attribute."""
 
     def __init__(self, factory: Callable, kwargs: Mapping[str, Any]):
         super().__init__()
         self.factory = factory
         self.kwargs = dict(kwargs)
+        self.spike = factory(**self.kwargs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.factory(**self.kwargs)(x)
+        return self.spike(x)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("spike", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.spike = self.factory(**self.kwargs)
 
     def extra_repr(self) -> str:
         return f"{self.factory.__name__}({self.kwargs})"
@@ -239,12 +250,15 @@ _OLD_STYLE_FUNCTION = ("snntorch's spike functions are torch.autograd.Function s
 
 def _old_style_function(*transforms: str) -> tuple[Known, ...]:
     return tuple(Known(transform=t, cause="autograd-function-without-setup_context", reason=_OLD_STYLE_FUNCTION,
-                       link=f"{SURROGATE_SRC}#L187") for t in transforms)
+                       link=f"{SURROGATE_SRC}#L187",
+                       reproducer="reproducers/snntorch/torch_func_autograd_function_no_setup_context.py")
+                 for t in transforms)
 
 
 def _float_spikes(transform: str = "eager", check: str = "output_dtype") -> tuple[Known, ...]:
     return tuple(Known(transform=transform, check=check, dtype=dtype, cause="dtype-mismatch", reason=_FLOAT_SPIKES,
-                       link=f"{ISSUES}/422") for dtype in ("float64", "bfloat16"))
+                       link=f"{ISSUES}/422", reproducer="reproducers/snntorch/spike_dtype_float32.py")
+                 for dtype in ("float64", "bfloat16"))
 
 
 #: What every neuron subject shows (the layer's state handling and its spike functions).
@@ -253,21 +267,21 @@ NEURON_KNOWN: tuple[Known, ...] = (
           reason="with dynamic=True, dynamo crashes (AssertionError `lift_tracked_freevar_to_input should not be "
                  "called on root SubgraphTracer`) while speculating the atan surrogate's ATan.backward inside the "
                  "neuron step (`mem_reset`); the same neurons compile with fast_sigmoid, sigmoid or "
-                 "straight_through, and static-shape compiles pass"),
+                 "straight_through, and static-shape compiles pass",
+          reproducer="reproducers/snntorch/compile_dynamic_atan_backward.py"),
     *_float_spikes(),
     Known(transform="pickle*", cause="pickle-failed", link=f"{ISSUES}/420",
           reason="SpikingNeuron stores `spike_grad`, the closure a snntorch.surrogate factory returns "
-                 "(`atan.<locals>.inner` by default), and pickle cannot serialise a local function"),
+                 "(`atan.<locals>.inner` by default), and pickle cannot serialise a local function",
+          reproducer="reproducers/snntorch/neuron_pickle_local_closure.py"),
     Known(transform="deepcopy_used", cause="deepcopy-non-leaf", link=f"{SOURCE}/_neurons/leaky.py#L210",
           reason="forward assigns the graph-connected membrane to the registered buffer `mem` "
-                 "(`self.mem = self.state_function(input_)`), and copy.deepcopy refuses non-leaf tensors"),
-    Known(transform="functional_call", check="no_state_leak", cause="state-leak",
-          link=f"{SOURCE}/_neurons/leaky.py#L186",
-          reason="the layer keeps its last membrane in its own registered buffer `mem`, so a functional_call "
-                 "(which only swaps parameters) still overwrites the module's buffers"),
+                 "(`self.mem = self.state_function(input_)`), and copy.deepcopy refuses non-leaf tensors",
+          reproducer="reproducers/snntorch/neuron_deepcopy_after_backward.py"),
     Known(transform="jit_script", cause="jit-unsupported", link=f"{NEURONS_SRC}#L194",
           reason="TorchScript cannot compile snntorch's neurons: the `reset_mechanism` property, the bound "
-                 "`state_function` attribute and the autograd.Function spike closures are all unscriptable"),
+                 "`state_function` attribute and the autograd.Function spike closures are all unscriptable",
+          reproducer="reproducers/snntorch/jit_script_neuron.py"),
     *_old_style_function("vmap", "grad", "jvp"),
 )
 PARAM_KNOWN: tuple[Known, ...] = _old_style_function("per_sample_grad")
@@ -276,12 +290,14 @@ EXPORT_LEAK = Known(
     transform="export", check="no_state_leak", cause="state-leak", link=f"{SOURCE}/_neurons/leaky.py#L209",
     reason="forward stores each step's reset signal as a plain tensor attribute (`self.reset = "
            "self.mem_reset(self.mem)`), which torch.export warns must be a buffer: after export the module still "
-           "holds the tracer's FakeTensor in `neuron.reset`")
+           "holds the tracer's FakeTensor in `neuron.reset`",
+    reproducer="reproducers/snntorch/export_leaves_fake_tensor.py")
 #: Opacus, for a layer whose learnable tensors sit next to its buffers.
 OPACUS_BUFFERS: tuple[Known, ...] = (
     Known(transform="opacus_*", cause="opacus-failed", link=f"{NEURONS_SRC}#L131",
           reason="the learnable parameter lives in the same module as snntorch's buffers (threshold, beta, mem, "
-                 "reset_mechanism_val, ...), and Opacus' GradSampleModule refuses trainable layers with buffers"),
+                 "reset_mechanism_val, ...), and Opacus' GradSampleModule refuses trainable layers with buffers",
+          reproducer="reproducers/snntorch/opacus_trainable_layer_with_buffers.py"),
 )
 
 
@@ -294,16 +310,19 @@ _TENSOR_BRANCH_EXPORT = ("with reset_delay=False, forward branches on the tensor
 _TENSOR_BRANCH_BREAK = "graph-break:Data-dependent branching"
 NO_RESET_DELAY_KNOWN: tuple[Known, ...] = (
     Known(transform="compile_*", check="no_graph_breaks", cause=_TENSOR_BRANCH_BREAK, reason=_TENSOR_BRANCH,
-          link=f"{SOURCE}/_neurons/leaky.py#L226"),
+          link=f"{SOURCE}/_neurons/leaky.py#L226",
+          reproducer="reproducers/snntorch/compile_leaky_reset_delay_false_branch.py"),
     Known(transform="compile_*", cause="data-dependent-item", reason=_TENSOR_BRANCH,
-          link=f"{SOURCE}/_neurons/leaky.py#L226"),
+          link=f"{SOURCE}/_neurons/leaky.py#L226",
+          reproducer="reproducers/snntorch/compile_leaky_reset_delay_false_branch.py"),
     Known(transform="export", cause="data-dependent-item", link=f"{SOURCE}/_neurons/leaky.py#L226",
-          reason=_TENSOR_BRANCH_EXPORT),
+          reason=_TENSOR_BRANCH_EXPORT, reproducer="reproducers/snntorch/export_leaky_reset_delay_false_branch.py"),
     Known(transform="checkpoint", check="state_matches_eager", cause="state-advanced-twice",
           link=f"{SOURCE}/_neurons/leaky.py#L222",
           reason="with reset_delay=False the last write to the state (`self.mem = self.mem - do_reset * "
                  "self.threshold`) comes after every tensor saved for backward, so checkpoint's recomputation, which "
-                 "stops once those are rebuilt, leaves the module attribute `mem` at the un-reset value"),
+                 "stops once those are rebuilt, leaves the module attribute `mem` at the un-reset value",
+          reproducer="reproducers/snntorch/checkpoint_leaky_reset_delay_false_state.py"),
 )
 
 
@@ -312,7 +331,8 @@ _STALE_SPIKE = Known(
     link=f"{SOURCE}/_neurons/rleaky.py#L342",
     reason="the last write to the state, `self.spk = self.fire(self.mem)` (the spike fed back at the next step), "
            "comes after the last tensor saved for backward, so checkpoint's recomputation, which stops once those "
-           "are rebuilt, leaves the module attribute `spk` at the previous step's value")
+           "are rebuilt, leaves the module attribute `spk` at the previous step's value",
+    reproducer="reproducers/snntorch/checkpoint_recurrent_stale_spike.py")
 
 
 _RSYNAPTIC_RESET = ("RSynaptic's reset_delay=False branch applies the reset to its `spk`/`mem` *arguments* in a "
@@ -324,13 +344,16 @@ RSYNAPTIC_NO_RESET_DELAY: tuple[Known, ...] = (
     # The gradient shows it for every example (the spec's same-step reset carries the surrogate gradient of the spike;
     # with atan that is never zero); the spikes only when a missed reset changes a later spike.
     Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch",
-          link=f"{SOURCE}/_neurons/rsynaptic.py#L366", reason=_RSYNAPTIC_RESET),
+          link=f"{SOURCE}/_neurons/rsynaptic.py#L366", reason=_RSYNAPTIC_RESET,
+          reproducer="reproducers/snntorch/rsynaptic_reset_delay_false_no_reset.py"),
     Known(transform="compile_*", check="no_graph_breaks", cause=_TENSOR_BRANCH_BREAK, reason=_TENSOR_BRANCH,
-          link=f"{SOURCE}/_neurons/rsynaptic.py#L371"),
+          link=f"{SOURCE}/_neurons/rsynaptic.py#L371",
+          reproducer="reproducers/snntorch/compile_rsynaptic_reset_delay_false_branch.py"),
     Known(transform="compile_*", cause="data-dependent-item", reason=_TENSOR_BRANCH,
-          link=f"{SOURCE}/_neurons/rsynaptic.py#L371"),
+          link=f"{SOURCE}/_neurons/rsynaptic.py#L371",
+          reproducer="reproducers/snntorch/compile_rsynaptic_reset_delay_false_branch.py"),
     Known(transform="export", cause="data-dependent-item", link=f"{SOURCE}/_neurons/rsynaptic.py#L371",
-          reason=_TENSOR_BRANCH_EXPORT),
+          reason=_TENSOR_BRANCH_EXPORT, reproducer="reproducers/snntorch/export_rsynaptic_reset_delay_false_branch.py"),
 )
 
 
@@ -339,17 +362,9 @@ RLEAKY_KNOWN: tuple[Known, ...] = (
     *(Known(transform="eager", dtype=dtype, cause="forward-raised", link=f"{ISSUES}/421", also=("dtype-mismatch",),
             reason="the float32 spike of step t (`(input_ > 0).float()`) is fed back into the recurrent nn.Linear "
                    f"held in {dtype}, which raises `mat1 and mat2 must have the same dtype` from the second step on "
-                   "(an example of one time step does not raise, and returns that float32 spike: dtype-mismatch)")
+                   "(an example of one time step does not raise, and returns that float32 spike: dtype-mismatch)",
+            reproducer="reproducers/snntorch/rleaky_float64_recurrent_dtype.py")
       for dtype in ("float64", "bfloat16")),
-    Known(transform="opacus_hooks", cause="transform-changed-grad", link=f"{SOURCE}/_neurons/rleaky.py#L398",
-          reason="Opacus applies one batch_first flag to every submodule: with time-major input (batch_first=False) "
-                 "the recurrent nn.Linear, called once per step on (B, N) spikes, has its batch on dim 0, so the "
-                 "per-sample gradients come out with the wrong axes"),
-    Known(transform="opacus_functorch", cause="opacus-failed", link=f"{SOURCE}/_neurons/rleaky.py#L398",
-          also=("transform-changed-grad",),
-          reason="Opacus' functorch mode vmaps the recurrent nn.Linear over the axis batch_first=False names "
-                 "(dim 1 of its (B, N) per-step input): depending on the example, the matmul shapes no longer agree "
-                 "(an error) or it runs and returns per-sample gradients of the wrong shape"),
 )
 
 
@@ -357,28 +372,38 @@ def _surrogate_known(name: str) -> tuple[Known, ...]:
     return (
         *_float_spikes(),
         *_old_style_function("vmap", "grad", "jvp"),
-        Known(transform="jit_script", cause="jit-unsupported", link=f"{SURROGATE_SRC}#L210",
-              reason="TorchScript cannot compile torch.autograd.Function; snntorch only exposes its spike "
-                     "functions as autograd.Functions applied inside factory closures"),
+        *(() if name in _SCRIPTABLE_SURROGATES else (
+            Known(transform="jit_script", cause="jit-unsupported", link=f"{SURROGATE_SRC}#L210",
+                  reason="the closure the factory returns reads the factory's Python number (alpha, slope, ...) "
+                         "from its enclosing scope, which TorchScript cannot compile",
+                  reproducer="reproducers/snntorch/jit_script_surrogate.py"),)),
     )
+
+
+#: Factories whose closure holds no Python number: TorchScript compiles them (as calls of the autograd.Function).
+_SCRIPTABLE_SURROGATES = ("heaviside", "straight_through")
 
 
 SURROGATE_SPECIFIC: dict[str, tuple[Known, ...]] = {
     "heaviside": (
-        Known(transform="forward_hooks", cause="inplace-modified-saved-tensor", link=f"{SURROGATE_SRC}#L244",
+        Known(transform="forward_hooks", check="preserves_grad", cause="inplace-modified-saved-tensor",
+              link=f"{SURROGATE_SRC}#L244",
               reason="Heaviside.forward saves its own output for backward (`ctx.save_for_backward(out)`), so an "
-                     "in-place op on the spikes downstream (a ReLU(inplace=True)-style layer) makes backward raise"),
+                     "in-place op on the spikes downstream (a ReLU(inplace=True)-style layer) makes backward raise",
+              reproducer="reproducers/snntorch/heaviside_saves_output_inplace.py"),
         Known(transform="bdpy_features", check="preserves_grad", cause="inplace-modified-saved-tensor",
               link=f"{SURROGATE_SRC}#L244",
               reason="Heaviside.forward saves its own output for backward; bdpy's FeatureExtractor(detach=False) hands "
                      "back that very tensor after the in-place op downstream, so a loss on the feature cannot "
-                     "back-propagate"),
+                     "back-propagate",
+              reproducer="reproducers/snntorch/bdpy_heaviside_feature_backward.py"),
     ),
     "triangular": (
         Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch", link=f"{SURROGATE_SRC}#L89",
               reason="Triangular.backward returns +threshold for x < 0 and -threshold for x >= 0 (a sign-flipping "
                      "constant, `grad[input_ >= 0] = -grad[input_ >= 0]`) although its docstring calls it the "
-                     "gradient of a triangular function; the spec's is alpha * max(0, 1 - |x|)"),
+                     "gradient of a triangular function; the spec's is alpha * max(0, 1 - |x|)",
+              reproducer="reproducers/snntorch/triangular_gradient_is_not_a_triangle.py"),
     ),
 }
 
@@ -394,7 +419,7 @@ _NONE_COMPARE = ("forward tests the state argument with `if not mem == None:` (l
 _GB_NONTENSOR = "graph-break:torch.  ops that return a non-Tensor cannot be traced into the Dynamo FX graph o"
 NONE_COMPARE_211 = Known(
     transform="compile_*", cause=_GB_NONTENSOR, reason=_NONE_COMPARE, link=f"{SOURCE}/_neurons/leaky.py#L198",
-    device="cuda", torch="2.11*",
+    device="cuda", torch="2.11*", reproducer="reproducers/snntorch/compile_none_comparison_torch211.py",
     # the no_graph_breaks cells name the break by dynamo's short reason
     also=("graph-break:torch.  op returned non-Tensor",))
 

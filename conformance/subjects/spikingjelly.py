@@ -139,22 +139,26 @@ def _known_node(*, learnable: bool) -> tuple[Known, ...]:
     known = [
         Known("compile_*", cause="graph-break:Dynamo does not support copy.deepcopy()",
               also=("graph-break:copy.deepcopy()",), reason=_DEEPCOPY_BREAK, link=f"{_SRC}/base.py#L735",
-              **_CUDA_211),
+              reproducer="reproducers/spikingjelly/node_compile_graph_break_deepcopy.py", **_CUDA_211),
         Known("jvp", "preserves_grad", cause="transform-changed-grad", reason=_JVP_ZERO, link=f"{_SRC}/neuron",
-              **_CUDA_211),
+              reproducer="reproducers/spikingjelly/node_cuda_jvp_zero_tangent.py", **_CUDA_211),
         Known("jvp", device="cpu", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT,
-              link=_OPS),
+              link=_OPS, reproducer="reproducers/spikingjelly/node_jvp_old_style_function.py"),
         Known("deepcopy_used", cause="deepcopy-non-leaf", link=f"{_SRC}/base.py",
               reason="forward+backward leaves the membrane v of the last step (a non-leaf tensor) in "
-                     "MemoryModule._memories; copy.deepcopy refuses non-leaf tensors"),
-        Known("grad", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS),
-        Known("jit_script", cause="jit-unsupported", reason=_JIT_NODE, link=f"{_SRC}/base.py"),
+                     "MemoryModule._memories; copy.deepcopy refuses non-leaf tensors",
+              reproducer="reproducers/spikingjelly/node_deepcopy_after_backward.py"),
+        Known("grad", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS,
+              reproducer="reproducers/spikingjelly/node_func_grad_old_style_function.py"),
+        Known("jit_script", cause="jit-unsupported", reason=_JIT_NODE, link=f"{_SRC}/base.py",
+              reproducer="reproducers/spikingjelly/node_jit_script_varargs_forward.py"),
     ]
     if learnable:
         known += [
             Known("per_sample_grad", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT,
-                  link=_OPS),
-            Known("opacus_*", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS),
+                  link=_OPS, reproducer="reproducers/spikingjelly/plif_per_sample_grad_old_style_function.py"),
+            Known("opacus_*", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS,
+                  reproducer="reproducers/spikingjelly/plif_opacus_old_style_function.py"),
         ]
     return tuple(known)
 
@@ -164,12 +168,15 @@ def _known_surrogate() -> tuple[Known, ...]:
     return (
         Known("vmap", cause="autograd-function-no-vmap-rule", link=link,
               reason="the surrogate autograd.Functions (sigmoid, atan, piecewise_quadratic) define setup_context but "
-                     "neither generate_vmap_rule nor a vmap staticmethod"),
+                     "neither generate_vmap_rule nor a vmap staticmethod",
+              reproducer="reproducers/spikingjelly/surrogate_vmap_no_rule.py"),
         Known("jvp", cause="jvp-unsupported", link=link,
-              reason="the surrogate autograd.Functions define no jvp, so forward-mode AD raises"),
+              reason="the surrogate autograd.Functions define no jvp, so forward-mode AD raises",
+              reproducer="reproducers/spikingjelly/surrogate_jvp_unsupported.py"),
         Known("jit_script", cause="jit-unsupported", link=link,
               reason="SurrogateFunctionBase.forward calls spiking_function(x, **self._sg_params): TorchScript has no "
-                     "keyword-argument expansion"),
+                     "keyword-argument expansion",
+              reproducer="reproducers/spikingjelly/surrogate_jit_script_kwargs_expansion.py"),
     )
 
 

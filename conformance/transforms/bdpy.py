@@ -62,9 +62,10 @@ POSITIONAL = ("run() pairs hook outputs with layer names by position (features[l
 #: hands back the subject's output by reference, and the in-place op downstream overwrites it.
 BY_REFERENCE_KNOWN = (
     Known("bdpy_features", "hook_capture_intact", cause="hook-capture-mutated", reason=BY_REFERENCE,
-          link=f"{SOURCE}#L123"),
+          link=f"{SOURCE}#L123", reproducer="reproducers/bdpy/feature_extractor_keeps_output_by_reference.py"),
     Known("bdpy_features", "preserves_grad", cause="transform-changed-grad", reason=GRAD_THROUGH_OVERWRITTEN,
-          link=f"{SOURCE}#L123"),
+          link=f"{SOURCE}#L123",
+          reproducer="reproducers/bdpy/feature_extractor_grad_through_overwritten_feature.py"),
 )
 
 
@@ -79,7 +80,7 @@ def known_failures(subject: Subject, spec: Spec) -> tuple[Known, ...]:
 def known_tuple_output() -> tuple[Known, ...]:
     """bdpy on a subject one of whose submodules returns a tuple: the detaching hook raises inside forward."""
     return (Known("bdpy_features_detach", "hook_capture_intact", cause="forward-raised", reason=TUPLE_OUTPUT,
-                  link=TUPLE_OUTPUT_LINK),)
+                  link=TUPLE_OUTPUT_LINK, reproducer="reproducers/bdpy/feature_extractor_detach_tuple_output.py"),)
 
 
 def known_stepped(*, tuple_output: bool) -> tuple[Known, ...]:
@@ -88,8 +89,9 @@ def known_stepped(*, tuple_output: bool) -> tuple[Known, ...]:
     a ``bdpy_features`` cell depends on the drawn T (no cause is pinned)."""
     detached = known_tuple_output() if tuple_output else (
         Known("bdpy_features_detach", "hook_capture_intact", cause="hook-capture-mislabelled", reason=POSITIONAL,
-              link=POSITIONAL_LINK),)
-    return (Known("bdpy_features", "*", reason=POSITIONAL, link=POSITIONAL_LINK), *detached)
+              link=POSITIONAL_LINK, reproducer="reproducers/bdpy/feature_extractor_positional_pairing.py"),)
+    return (Known("bdpy_features", "*", reason=POSITIONAL, link=POSITIONAL_LINK,
+                  reproducer="reproducers/bdpy/feature_extractor_positional_pairing.py"), *detached)
 
 
 class FeatureNetwork(nn.Module):

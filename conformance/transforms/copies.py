@@ -57,16 +57,19 @@ pickle_roundtrip = _copy_transform("pickle", _pickle_copy, used=False)
 pickle_used = _copy_transform("pickle_used", _pickle_copy, used=True)
 
 
-def perturbed(example: Example, factor: float = 0.9) -> Example:
-    """The same example with every parameter scaled by ``factor`` (stays inside decay/positivity domains)."""
-    return example._replace(params={k: v * factor for k, v in example.params.items()})
+def perturbed(example: Example, names, factor: float = 0.9) -> Example:
+    """The same example with the parameters ``names`` scaled by ``factor`` (stays inside decay/positivity
+    domains)."""
+    return example._replace(params={k: v * factor if k in names else v for k, v in example.params.items()})
 
 
 def state_dict_roundtrip(ctx: Context) -> TransformRun:
-    """load_state_dict of a trained-looking module into a fresh one built with other values restores its outputs."""
+    """load_state_dict of a trained-looking module into a fresh one built with other values of its registered
+    parameters restores its outputs. (Values a library keeps outside its parameters, as constructor arguments, are
+    not the state_dict's to carry: the target is built with them unchanged.)"""
     source = build(ctx)
     after_use(ctx, source)
-    target = build(ctx, perturbed(ctx.example))
+    target = build(ctx, perturbed(ctx.example, ctx.subject.param_map))
     with stage("state_dict"):
         state = source.state_dict()
         target.load_state_dict(state)

@@ -7,6 +7,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..core.causes import TransformFailed
 from ..core.types import Library
 from .harness import (
     FORWARD_GRAD,
@@ -17,6 +18,7 @@ from .harness import (
     eager,
     grad_or_zeros,
     leaks,
+    snapshot_buffers,
     stage,
     watch_state,
 )
@@ -43,20 +45,27 @@ def functional_call(ctx: Context) -> TransformRun:
     x = ctx.input().clone().requires_grad_(ctx.differentiable)
     with stage("functional_call"):
         y = call(x)
-    grads = None
+    grads, backward_failure = None, None
     if ctx.differentiable:
-        with stage("backward"):
-            if y.requires_grad:
-                (y * ctx.cotangent(y)).sum().backward()
-        grads = {"x": grad_or_zeros(x)}
-        grads.update({inverse[n]: grad_or_zeros(p) for n, p in new_params.items() if n in inverse})
+        try:
+            with stage("backward"):
+                if y.requires_grad:
+                    (y * ctx.cotangent(y)).sum().backward()
+        except TransformFailed as failure:  # kept for the gradient checks; the forward's are still judged
+            backward_failure = failure
+        else:
+            grads = {"x": grad_or_zeros(x)}
+            grads.update({inverse[n]: grad_or_zeros(p) for n, p in new_params.items() if n in inverse})
     result = TransformRun(y=y.detach(), grads=grads)
+    result.findings.backward_failure = backward_failure
     twin = build(ctx)
     with torch.no_grad():  # exactly the values passed to functional_call, so only the mechanism differs
         for name, value in new_params.items():
             twin.get_parameter(name).copy_(value)
     result.against = eager(ctx, twin)
-    result.findings.leaks = leaks(module, *before)
+    # torch.func.functional_call documents that buffers it is not given are the module's own: a forward that
+    # updates them (a neuron's membrane) updates them as an eager forward does, which is no leak
+    result.findings.leaks = leaks(module, *before, eager_buffers=dict(snapshot_buffers(twin)))
     return result
 
 
@@ -143,6 +152,40 @@ def _loop_param_grads(ctx: Context, x: torch.Tensor, full_cot: torch.Tensor) -> 
     return {n: torch.stack(r) for n, r in rows.items()}
 
 
+def _batch_first(module: nn.Module, x: torch.Tensor, bd: int, time_dim: int | None = None) -> bool:
+    """Opacus' ``batch_first`` for ``module``: it describes the inputs of the layers that hold the parameters (their
+    per-sample gradients come from those inputs), not the module's own input. A neuron stepped over a sequence gets
+    one step, (B, N), whatever the sequence's layout. The batch axis every parameter-holding layer sees: a layer
+    given the whole input has ``x``'s layout, one given a step (``x`` without its time axis) has it with the time
+    axis taken out, another is told by which axis has the batch's size; else (disagreement, or no such layer) the
+    layout of ``x``."""
+    batch = x.shape[bd]
+    step_bd = bd - 1 if time_dim is not None and time_dim < bd else bd
+    seen: set[bool | None] = set()
+
+    def record(layer, args):
+        shape = tuple(args[0].shape) if args and isinstance(args[0], torch.Tensor) else ()
+        if shape == tuple(x.shape):
+            seen.add(bd == 0)
+        elif time_dim is not None and len(shape) == x.dim() - 1:
+            seen.add(step_bd == 0)
+        else:
+            first, second = len(shape) > 0 and shape[0] == batch, len(shape) > 1 and shape[1] == batch
+            seen.add(first if first != second else None)
+
+    layers = [m for m in module.modules() if any(True for _ in m.parameters(recurse=False))]
+    handles = [m.register_forward_pre_hook(record) for m in layers]
+    try:
+        with torch.no_grad():
+            module(x)
+    except Exception:  # noqa: BLE001 - the transform itself will meet and report it
+        return bd == 0
+    finally:
+        for handle in handles:
+            handle.remove()
+    return seen.pop() if len(seen) == 1 and None not in seen else bd == 0
+
+
 def _opacus_transform(mode: str) -> Callable[[Context], TransformRun]:
     name = f"opacus_{mode}"
 
@@ -153,7 +196,8 @@ def _opacus_transform(mode: str) -> Callable[[Context], TransformRun]:
         x, bd = ctx.input(), ctx.batch_dim
         full_cot = ctx.cotangent(_loop(ctx, build(ctx), x))
         with stage(name):
-            wrapped = GradSampleModule(module, batch_first=(bd == 0), loss_reduction="sum",
+            batch_first = _batch_first(build(ctx), x, bd, ctx.time_dim)
+            wrapped = GradSampleModule(module, batch_first=batch_first, loss_reduction="sum",
                                        force_functorch=(mode == "functorch"))
             y = wrapped(x)
             (y * full_cot).sum().backward()

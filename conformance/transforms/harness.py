@@ -55,6 +55,11 @@ class Context:
         return sequence_batch_dim(self.spec, self.example)
 
     @property
+    def time_dim(self) -> int | None:
+        """The time axis of ``example.x`` (None for a spec without one)."""
+        return None if self.spec.time_dim is None else self.example.hyper.get("time_dim", self.spec.time_dim)
+
+    @property
     def differentiable(self) -> bool:
         return self.spec.differentiable
 
@@ -112,6 +117,11 @@ class Findings:
     second_call: torch.Tensor | None = None
     #: (transformed, eager) outputs for a second batch size
     second_shape: tuple[torch.Tensor, torch.Tensor] | None = None
+    #: the backward's failure: the forward is still judged (a forward-only layer is judged on its forward), the
+    #: checks of gradients report this
+    backward_failure: TransformFailed | None = None
+    #: nn.Module methods that should return the module itself and returned something else: "eval() -> Linear"
+    returned_other: list[str] | None = None
     #: the transform's own failure, kept while it still records findings for other checks (a failed fullgraph
     #: compile still counts graph breaks)
     failure: TransformFailed | None = None
@@ -154,9 +164,14 @@ def run_forward_backward(ctx: Context, call: Callable[[torch.Tensor], torch.Tens
         params = ctx.spec_params(module) if module is not None else {}
         for p in params.values():
             p.grad = None
-        with stage("backward"):
-            if y.requires_grad:
-                (y * ctx.cotangent(y)).sum().backward()
+        try:
+            with stage("backward"):
+                if y.requires_grad:
+                    (y * ctx.cotangent(y)).sum().backward()
+        except TransformFailed as failure:
+            run = TransformRun(y=y.detach())
+            run.findings.backward_failure = failure
+            return run
         grads = {"x": grad_or_zeros(x)}
         grads.update({n: grad_or_zeros(p) for n, p in params.items()})
     return TransformRun(y=y.detach(), grads=grads)
@@ -228,8 +243,18 @@ def snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
-def leaks(module: nn.Module, before: dict[str, torch.Tensor], grads_before: dict[str, bool]) -> list[str]:
-    """What a transform left behind in ``module``: foreign tensors, changed parameters, populated .grad."""
+def snapshot_buffers(module: nn.Module) -> dict[str, torch.Tensor]:
+    """Detached copies of the module's buffers."""
+    return {name: t.detach().clone() for name, t in module.named_buffers() if foreign_tensor(t) is None}
+
+
+def leaks(module: nn.Module, before: dict[str, torch.Tensor], grads_before: dict[str, bool],
+          eager_buffers: dict[str, torch.Tensor] | None = None) -> list[str]:
+    """What a transform left behind in ``module``: foreign tensors, changed parameters, populated .grad, changed
+    buffers. ``eager_buffers``: a twin's buffers after the same computation in eager mode; a buffer left with
+    exactly that value is the forward's own update (a neuron's membrane), which the transform is documented to let
+    through, not a leak."""
+    eager_buffers = eager_buffers or {}
     problems = []
     for path, t in tensor_state(module).items():
         why = foreign_tensor(t)
@@ -241,7 +266,11 @@ def leaks(module: nn.Module, before: dict[str, torch.Tensor], grads_before: dict
         if new is None:
             problems.append(f"{name}: removed")
         elif foreign_tensor(new) is None and (new.shape != old.shape or not torch.equal(new.detach(), old)):
-            problems.append(f"{name}: value changed")
+            twin = eager_buffers.get(name)
+            if twin is not None and twin.shape == new.shape and torch.equal(new.detach(), twin):
+                continue
+            problems.append(f"{name}: value changed" + (" (not as an eager forward changes it)" if twin is not None
+                                                        else ""))
     for name, p in module.named_parameters():
         if p.grad is not None and not grads_before.get(name, False):
             problems.append(f"{name}.grad: populated by a functional transform")
@@ -258,8 +287,11 @@ def after_use(ctx: Context, module: nn.Module) -> nn.Module:
     with stage("forward"):
         y = module(x)
     if ctx.differentiable and isinstance(y, torch.Tensor) and y.requires_grad:
-        with stage("backward"):
-            (y * ctx.cotangent(y)).sum().backward()
+        try:
+            with stage("backward"):
+                (y * ctx.cotangent(y)).sum().backward()
+        except TransformFailed:  # a forward-only layer is used as far as it goes; the gradient checks report it
+            pass
     for p in module.parameters():
         p.grad = None
     return module

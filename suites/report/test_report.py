@@ -400,3 +400,28 @@ def test_a_killed_matrix_run_is_finished_by_the_next_report_not_shown_as_complet
     assert not (results / report.RUNNING_MARKER).exists()
     assert len(read_json(out_dir / "matrix.json")["checks"]) == 2
     assert main(["--out", str(out_dir), "--quiet"]) == 0 and len(calls) == 2
+
+
+def test_a_known_failure_shows_its_reproducer_and_only_a_file_of_the_reproducers_folder(write_records, out_dir,
+                                                                                      tmp_path):
+    from conformance import SUITE_ROOT
+    from conformance.report import libdocs
+
+    script = "reproducers/README.md"  # any file of the folder; its text holds '<' and '>'
+    results = write_records([
+        record("lib.A", "vmap", "preserves_forward", "xfail", cause="x",
+               known={"reason": "shown", "link": "https://example.org/1", "cause": "x", "reproducer": script}),
+        record("lib.B", "vmap", "preserves_forward", "xfail", cause="y",
+               known={"reason": "outside", "link": "", "cause": "y", "reproducer": "reproducers/../README.md"})])
+    assert render(results, out_dir) == 0
+    html = (out_dir / "matrix.html").read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html,
+                                re.S).group(1))
+    knowns = {k["reason"]: k for k in data["knowns"]}
+    assert knowns["shown"]["reproducer"] == script
+    assert knowns["shown"]["reproducer_code"] == (SUITE_ROOT / script).read_text(encoding="utf-8")
+    assert knowns["outside"]["reproducer_code"] is None  # a recorded path is data: never read outside the folder
+    assert libdocs.main(["--results", str(results), "--out", str(tmp_path / "docs")]) == 0
+    page = (tmp_path / "docs" / "lib.md").read_text()
+    assert f"**Reproducer** (the library and torch only): `{script}`" in page
+    assert "reproducers/../README.md" not in page

@@ -47,7 +47,8 @@ def poison(value, where: str):
 
 def hostile_record(outcome: str, **fixed) -> dict:
     rec = record("s", "t", "c", outcome, cause="x", message="x", example="x",
-                 known={"reason": "x", "link": "x", "cause": "x"}, extra={"process_state_restored": ["x", "y"]})
+                 known={"reason": "x", "link": "x", "cause": "x", "reproducer": "x"},
+                 extra={"process_state_restored": ["x", "y"]})
     rec["library_version"] = "x"
     rec["env"] = dict(rec["env"], cuda="x", suite_time="x", suite_version="x", device_name="x")
     rec = poison(rec, "record")

@@ -1,0 +1,131 @@
+"""Every known failure proves itself: each entry names a standalone reproducer (reproducers/README.md), each script
+keeps the contract, and each fails the way it says, on its own. The runner itself is tested on broken scripts."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conformance import SUITE_ROOT, reproducers
+from conformance.core.types import Known
+
+SCRIPTS = reproducers.scripts()
+LIBRARIES = sorted({script.library for script in SCRIPTS.values()})
+
+
+def test_every_known_failure_names_a_reproducer():
+    problems = reproducers.without_reproducer(reproducers.claims())
+    assert not problems, f"{len(problems)} known failure(s) without a standalone reproducer:\n" + "\n".join(problems)
+
+
+def test_every_script_is_named_by_an_entry():
+    assert not reproducers.unclaimed(), f"scripts no known failure names: {reproducers.unclaimed()}"
+
+
+@pytest.mark.parametrize("path", sorted(SCRIPTS))
+def test_script_keeps_the_contract(path):
+    assert not reproducers.contract_problems(SCRIPTS[path].file.read_text(encoding="utf-8"), path)
+
+
+def test_reproducers_fail_as_they_say():
+    """Every script that can run here, forked from one process that imported torch and the libraries once (the
+    imports cost seconds per script); ``python -m conformance.reproducers`` runs each in a fresh interpreter."""
+    runnable = [s for s in SCRIPTS.values() if not reproducers.skip_reason(s, s.file.read_text(encoding="utf-8"))]
+    if not runnable:
+        pytest.skip("no reproducer can run here (their libraries are not installed)")
+    results = reproducers.run_forked([s.path for s in runnable], LIBRARIES)
+    wrong = [r.describe(reproducers.expectation((SUITE_ROOT / r.path).read_text(encoding="utf-8")))
+             + "\n" + textwrap.indent(r.output[-1500:], "    ") for r in results if r.status != reproducers.REPRODUCES]
+    assert not wrong, "\n".join(wrong)
+
+
+# ------------------------------------------------------------------------------------- the runner, on mutants
+@pytest.fixture
+def scratch(monkeypatch, tmp_path):
+    """A suite root of its own whose reproducers/ the test writes."""
+    monkeypatch.setattr(reproducers, "SUITE_ROOT", tmp_path)
+    (tmp_path / "reproducers" / "lib").mkdir(parents=True)
+
+    def write(name: str, body: str) -> str:
+        path = f"reproducers/lib/{name}.py"
+        (tmp_path / path).write_text(textwrap.dedent(body).lstrip(), encoding="utf-8")
+        return path
+    return write
+
+
+SHOWS = '''
+    """A list that forgets its last item."""
+    # expect: AssertionError: the last item is lost
+    items = [1, 2, 3][:-1]
+    assert len(items) == 3, "the last item is lost"
+'''
+FIXED = '''
+    """Once failed; the library fixed it."""
+    # expect: AssertionError: the last item is lost
+    items = [1, 2, 3]
+    assert len(items) == 3, "the last item is lost"
+'''
+BROKEN = '''
+    """Fails, but on a typo, not on the failure it claims."""
+    # expect: AssertionError: the last item is lost
+    import not_a_module_anyone_has
+'''
+HANGS = '''
+    """Never ends."""
+    # expect: AssertionError: never
+    while True:
+        pass
+'''
+
+
+@pytest.mark.parametrize("fork", [False, True], ids=["fresh", "forked"])
+def test_the_runner_tells_a_reproduction_from_a_fix_a_broken_script_and_a_hang(scratch, fork):
+    paths = [scratch("shows", SHOWS), scratch("fixed", FIXED), scratch("broken", BROKEN), scratch("hangs", HANGS)]
+    if fork:
+        results = reproducers.run_forked(paths, timeout=3)
+    else:
+        results = [reproducers.run_fresh(p, timeout=3) for p in paths]
+    assert [r.status for r in results] == [reproducers.REPRODUCES, reproducers.PASSES, reproducers.FAILS_OTHERWISE,
+                                           reproducers.TIMEOUT]
+    assert results[0].last_line == "AssertionError: the last item is lost"
+    assert "ModuleNotFoundError" in results[2].last_line
+
+
+@pytest.mark.parametrize("body, complaint", [
+    ('"""Doc."""\nimport conformance.registry\n# expect: Error\n', "imports 'conformance.registry'"),
+    ('"""Doc."""\nfrom reference import quant\n# expect: Error\n', "imports 'reference'"),
+    ('"""Doc."""\nfrom . import sibling\n# expect: Error\n', "imports '.'"),
+    ('"""Doc."""\nimport torch\n', "exactly one non-empty '# expect:"),
+    ('"""Doc."""\n# expect: A\n# expect: B\n', "exactly one non-empty '# expect:"),
+    ('import torch\n# expect: Error\n', "no docstring"),
+    ('"""Doc."""\n# expect: Error\n# requires: tpu\n', "'# requires: tpu'"),
+    ('"""Doc."""\n# expect: Error\nif True\n', "not Python"),
+])
+def test_the_contract_check_names_what_a_script_breaks(body, complaint):
+    problems = reproducers.contract_problems(body, "x.py")
+    assert any(complaint in p for p in problems), problems
+
+
+def test_a_clean_script_keeps_the_contract():
+    assert reproducers.contract_problems(textwrap.dedent(SHOWS).lstrip()) == []
+
+
+def test_an_entry_without_a_reproducer_or_with_a_path_outside_the_folder_is_named(scratch):
+    claims = [reproducers.Claim("subject lib.A", Known("eager", cause="x"), ()),
+              reproducers.Claim("subject lib.B", Known("eager", cause="y", reproducer="docs/elsewhere.py"), ()),
+              reproducers.Claim("subject lib.C", Known("eager", cause="z", reproducer="reproducers/lib/gone.py"), ()),
+              reproducers.Claim("subject lib.D", Known("eager", cause="w", reproducer=scratch("here", SHOWS)), ())]
+    problems = reproducers.without_reproducer(claims)
+    assert len(problems) == 3
+    assert "lib.A" in problems[0] and "names no reproducer" in problems[0]
+    assert "docs/elsewhere.py" in problems[1] and "reproducers/lib/gone.py" in problems[2]
+
+
+def test_the_command_line_fails_on_a_script_that_no_longer_fails(scratch, capsys):
+    fixed = scratch("fixed", FIXED)
+    assert reproducers.main([fixed]) == 1
+    assert "the failure it shows is gone" in capsys.readouterr().out
+    assert reproducers.main([scratch("shows", SHOWS)]) == 0
+    assert reproducers.main(["reproducers/lib/none.py"]) == 2
