@@ -85,13 +85,17 @@ class Result:
 
 # ------------------------------------------------------------------------------------------------------ entries
 def claims() -> list[Claim]:
-    """Every known-failure entry applied to some subject: the subjects' own, and those a transform declares on a
-    subject (once per distinct entry and owner)."""
+    """Every known-failure entry this project declares: its subjects' own, and those a transform declares on one of
+    them (once per distinct entry and owner). Subjects of other packages (entry points) and those registered at
+    run time (a test suite's own) keep their reproducers where they are defined."""
+    import importlib
+
     from . import registry
 
+    own = {s.id for name in registry.subject_modules() for s in importlib.import_module(name).subjects()}
     seen, found = set(), []
     specs = registry.specs()
-    for subject in registry.subjects().values():
+    for subject in (s for s in registry.subjects().values() if s.id in own):
         for entry in subject.known:
             key = ("subject", subject.library, entry)
             if key not in seen:

@@ -129,3 +129,16 @@ def test_the_command_line_fails_on_a_script_that_no_longer_fails(scratch, capsys
     assert "the failure it shows is gone" in capsys.readouterr().out
     assert reproducers.main([scratch("shows", SHOWS)]) == 0
     assert reproducers.main(["reproducers/lib/none.py"]) == 2
+
+
+def test_subjects_registered_at_run_time_are_not_this_projects_claims():
+    """A test suite's own subjects (registered while the suite runs, in whatever order xdist gives) keep their
+    reproducers where they are defined: an entry of theirs must not fail this project's check."""
+    from conformance import registry
+    from conformance.core.types import Subject
+
+    registry.register(Subject(id="reproducers.registered_elsewhere", spec="quant.sign_ste", build=lambda ex: None,
+                              fixed={"zero_value": 1.0}, library="elsewhere",
+                              known=(Known("eager", cause="forward-mismatch"),)))
+    assert not any("registered_elsewhere" in c.owner for c in reproducers.claims())
+    assert not reproducers.without_reproducer(reproducers.claims())
