@@ -7,13 +7,13 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..core.causes import TransformFailed
 from ..core.types import Library
 from .harness import (
     FORWARD_GRAD,
     Context,
     Transform,
     TransformRun,
+    backward,
     build,
     eager,
     grad_or_zeros,
@@ -47,13 +47,8 @@ def functional_call(ctx: Context) -> TransformRun:
         y = call(x)
     grads, backward_failure = None, None
     if ctx.differentiable:
-        try:
-            with stage("backward"):
-                if y.requires_grad:
-                    (y * ctx.cotangent(y)).sum().backward()
-        except TransformFailed as failure:  # kept for the gradient checks; the forward's are still judged
-            backward_failure = failure
-        else:
+        backward_failure = backward(ctx, y)  # kept for the gradient checks; the forward's are still judged
+        if backward_failure is None:
             grads = {"x": grad_or_zeros(x)}
             grads.update({inverse[n]: grad_or_zeros(p) for n, p in new_params.items() if n in inverse})
     result = TransformRun(y=y.detach(), grads=grads)

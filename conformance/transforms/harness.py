@@ -164,17 +164,26 @@ def run_forward_backward(ctx: Context, call: Callable[[torch.Tensor], torch.Tens
         params = ctx.spec_params(module) if module is not None else {}
         for p in params.values():
             p.grad = None
-        try:
-            with stage("backward"):
-                if y.requires_grad:
-                    (y * ctx.cotangent(y)).sum().backward()
-        except TransformFailed as failure:
+        failure = backward(ctx, y)
+        if failure is not None:
             run = TransformRun(y=y.detach())
             run.findings.backward_failure = failure
             return run
         grads = {"x": grad_or_zeros(x)}
         grads.update({n: grad_or_zeros(p) for n, p in params.items()})
     return TransformRun(y=y.detach(), grads=grads)
+
+
+def backward(ctx: Context, y: torch.Tensor) -> TransformFailed | None:
+    """Back-propagate the context's cotangent through ``y``; the backward's failure is returned, not raised: a
+    forward-only layer's forward is still judged, the checks of gradients report it."""
+    try:
+        with stage("backward"):
+            if y.requires_grad:
+                (y * ctx.cotangent(y)).sum().backward()
+    except TransformFailed as failure:
+        return failure
+    return None
 
 
 def grad_or_zeros(t: torch.Tensor) -> torch.Tensor:
@@ -286,12 +295,8 @@ def after_use(ctx: Context, module: nn.Module) -> nn.Module:
     x = ctx.input().clone().requires_grad_(ctx.differentiable)
     with stage("forward"):
         y = module(x)
-    if ctx.differentiable and isinstance(y, torch.Tensor) and y.requires_grad:
-        try:
-            with stage("backward"):
-                (y * ctx.cotangent(y)).sum().backward()
-        except TransformFailed:  # a forward-only layer is used as far as it goes; the gradient checks report it
-            pass
+    if ctx.differentiable and isinstance(y, torch.Tensor):
+        backward(ctx, y)  # a forward-only layer is used as far as it goes; the gradient checks report it
     for p in module.parameters():
         p.grad = None
     return module
