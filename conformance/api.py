@@ -24,12 +24,12 @@ import pytest
 
 from . import registry
 from .core.settings import UsageError
-from .core.types import Cell, Example, Known, Spec, Subject
+from .core.types import CallProtocol, Cell, Example, Known, Spec, Subject
 from .plugin import to_pytest_outcome
 from .records.io import CellResult
 from .runner import run_cell
 
-__all__ = ["Cell", "Example", "Known", "Spec", "Subject", "check_cell", "parametrize_with_checks"]
+__all__ = ["CallProtocol", "Cell", "Example", "Known", "Spec", "Subject", "check_cell", "parametrize_with_checks"]
 
 
 def parametrize_with_checks(subjects: Iterable[Subject], *, transforms: Iterable[str] | None = None,

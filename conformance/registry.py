@@ -182,6 +182,8 @@ def not_applicable(cell: Cell, subject: Subject, spec: Spec, transform: Transfor
         return f"{subject.id} does not run on the {where} here, so there is no {where} result to agree with"
     if spec.fn is None and cell.check in ("forward_matches_spec", "grad_matches_spec"):
         return f"{spec.id} is an opaque model without a spec: judged by what transforms preserve"
+    if CHECKS[cell.check].needs_protocol and subject.protocol is None:
+        return f"{subject.id} keeps no state between calls (it declares no call protocol)"
     if (CHECKS[cell.check].needs_grad or transform.needs_grad) and not spec.differentiable:
         return f"spec {spec.id} defines no gradient"
     if transform.needs_params and not subject.param_map:

@@ -104,12 +104,15 @@ def outcome_for(cell: Cell, ctx: Context, key: str) -> TransformRun:
     ``cell_property``, stays: the hypothesis seed of every cell derives from that function's source). Process-wide
     state the transform left behind is put back (conformance.core.isolation); what had to be undone goes to the run's
     leaks and to the cell's record."""
+    transform = registry.transforms()[cell.transform]
+    # the checks see the same context: they compare call by call when the transform drove the subject's protocol
+    ctx.persistent = transform.protocol and ctx.subject.protocol is not None
     cache_key = (cell.subject, cell.transform, cell.device, cell.dtype, key)
     cached = _OUTCOMES.get(cache_key)
     if cached is None:
         before = isolation.snapshot()
         try:
-            cached = registry.transforms()[cell.transform].fn(ctx)
+            cached = transform.fn(ctx)
         except TransformFailed as failure:
             cached = failure
         finally:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from conformance.core.types import Example, Subject
+from conformance.core.types import CallProtocol, Example, Subject
 from conformance.subjects.reference import SpecModule
 from reference import neurons, packing, quant, surrogate
 
@@ -158,6 +158,85 @@ class HiddenStateNotReset(SpecModule):
         spk = super().forward(x)
         self.carry = x[-1].detach().clone()
         return spk
+
+
+class PersistentLeaky(SpecModule):
+    """A leaky neuron (``neurons.leaky``) fed a chunk of time steps per call, keeping its membrane between calls until
+    ``reset()``: the clean persistent neuron the three mutants below break (tests/test_mutants checks it passes)."""
+
+    def __init__(self, example: Example):
+        super().__init__(neurons.leaky, example.params, example.hyper)
+        self.mem: torch.Tensor | None = None
+
+    def reset(self) -> None:
+        self.mem = None
+
+    def remember(self, mem: torch.Tensor) -> torch.Tensor:
+        return mem
+
+    def forward(self, x):
+        spikes = []
+        params = {name: getattr(self, name) for name in self.param_names}
+        hyper = {k: v for k, v in self.hyper.items() if k != "time_dim"}
+        for x_t in x.unbind(0):
+            mem = torch.zeros_like(x_t) if self.mem is None else self.mem
+            spk, _, (mem,) = neurons._leaky_core(x_t, (mem,), **params, **hyper)
+            self.mem = self.remember(mem)
+            spikes.append(spk)
+        return torch.stack(spikes)
+
+
+class ResetsEveryCall(PersistentLeaky):
+    """Starts every call from rest: fed one step per call, it forgets the membrane between the steps."""
+
+    def forward(self, x):
+        self.reset()
+        return super().forward(x)
+
+
+class ForgetsStateWhenCopied(PersistentLeaky):
+    """A copy (deepcopy, pickle) starts every call from rest: the copy loses the state between calls."""
+
+    forgets = False
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.forgets = True
+
+    def forward(self, x):
+        if self.forgets:
+            self.reset()
+        return super().forward(x)
+
+
+class _MembraneStore(nn.Module):
+    """Holds the membrane in a buffer, overwritten in place at every step, and returns the buffer itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mem", torch.zeros(0))
+
+    def forward(self, mem: torch.Tensor) -> torch.Tensor:
+        if self.mem.shape != mem.shape:
+            self.mem = torch.zeros_like(mem)
+        with torch.no_grad():
+            self.mem.copy_(mem)
+        return self.mem
+
+
+class ReturnsStateBuffer(PersistentLeaky):
+    """Keeps the membrane in a submodule that returns its own state buffer (as a neuron returning ``mem`` does)."""
+
+    def __init__(self, example: Example):
+        super().__init__(example)
+        self.store = _MembraneStore()
+
+    def reset(self) -> None:
+        super().reset()
+        self.store.mem = torch.zeros(0)
+
+    def remember(self, mem: torch.Tensor) -> torch.Tensor:
+        return self.store(mem)
 
 
 class StoresInput(nn.Module):
@@ -314,13 +393,25 @@ class AutocastForgetsScale(nn.Module):
         return y * 0.5 if torch.is_autocast_enabled(x.device.type) else y
 
 
-def _subject(name: str, spec: str, build, *, fixed=None, param_map=None) -> Subject:
+def _subject(name: str, spec: str, build, *, fixed=None, param_map=None, protocol=None) -> Subject:
     return Subject(id=f"mutant.{name}", spec=spec, build=build, fixed=fixed or {}, param_map=param_map or {},
-                   library="mutants")
+                   library="mutants", protocol=protocol)
+
 
 
 _SIGN = {"zero_value": 1.0}
 _LEAKY = {"reset_mechanism": "subtract", "reset_delay": True, "surrogate": "fast_sigmoid", "time_dim": 0}
+
+
+def _persistent(name: str, module) -> Subject:
+    """A leaky neuron subject whose call protocol builds ``module`` (the one-call view is the spec itself)."""
+    return _subject(name, "neuron.leaky", lambda ex: SpecModule(neurons.leaky, ex.params, ex.hyper),
+                    fixed={**_LEAKY, "min_steps": 3}, param_map={"beta": "beta", "threshold": "threshold"},
+                    protocol=CallProtocol(module))
+
+
+#: the clean persistent neuron, the control of the three state mutants
+PERSISTENT = _persistent("persistent_leaky", PersistentLeaky)
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -352,6 +443,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("hidden_state_not_reset", "neuron.leaky",
                     HiddenStateNotReset, fixed=dict(_LEAKY)),
            "eager", "deterministic", "nondeterministic", "membrane kept between calls"),
+    Mutant(_persistent("resets_every_call", ResetsEveryCall),
+           "eager", "calls_compose", "state-lost-between-calls", "starts every call from rest (forgets the state "
+           "between calls fed one step each)"),
+    Mutant(_persistent("forgets_state_when_copied", ForgetsStateWhenCopied),
+           "deepcopy", "preserves_forward", "state-lost-between-calls", "the copy resets its state on every call"),
+    Mutant(_persistent("returns_state_buffer", ReturnsStateBuffer),
+           "eager", "returns_no_state", "output-aliases-state", "a submodule returns its own membrane buffer"),
     Mutant(_subject("stores_input", "quant.sign_ste", lambda ex: StoresInput(), fixed=_SIGN),
            "vmap", "no_state_leak", "state-leak", "hidden state mutated under vmap (batched tensor left behind)"),
     Mutant(_subject("leaves_global_hook", "quant.sign_ste", lambda ex: LeavesGlobalHook(), fixed=_SIGN),

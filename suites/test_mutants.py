@@ -130,3 +130,50 @@ def test_opacus_is_told_the_batch_axis_its_parameter_layers_see():
     assert _batch_first(whole, x, bd=1, time_dim=0) is False
     assert _batch_first(whole, torch.randn(2, 2, 3), bd=1, time_dim=0) is False  # T == B: the whole input
     assert _batch_first(torch.nn.ReLU(), x, bd=0) is True  # no parameters: the input's layout
+
+
+@pytest.mark.parametrize("transform, check", [("eager", "calls_compose"), ("eager", "returns_no_state"),
+                                              ("eager", "deterministic"), ("eager", "forward_matches_spec"),
+                                              ("deepcopy", "preserves_forward"), ("pickle", "preserves_forward")])
+def test_a_clean_persistent_neuron_passes_what_its_mutants_fail(transform, check):
+    """The control of the state mutants: the same neuron kept correctly between calls passes the checks that catch
+    them, so what they fail on is their defect, not the protocol."""
+    from .mutants import PERSISTENT
+
+    registry.register(PERSISTENT)
+    result = run_cell(Cell(PERSISTENT.id, transform, check, "cpu", "float32"))
+    assert result.outcome == "pass", result.message
+
+
+def test_a_persistent_subject_is_fed_one_step_per_call_and_reset_between_sequences():
+    """The call protocol as the runner drives it: every call gets one time step, the module is reset before each
+    sequence, and a batch transform keeps the one-call view."""
+    import dataclasses
+
+    from conformance.transforms.harness import Context, drive
+
+    from .mutants import PERSISTENT
+
+    calls, resets = [], []
+
+    class Recorder(torch.nn.Module):
+        def reset(self):
+            resets.append(len(calls))
+
+        def forward(self, x):
+            calls.append(tuple(x.shape))
+            return x * 2
+
+    from conformance.core.types import Example
+
+    spec = registry.specs()[PERSISTENT.spec]
+    example = Example(torch.rand(4, 2, 3, dtype=torch.float64), {}, {"time_dim": 0})
+    ctx = Context(PERSISTENT, spec, example, torch.float32, torch.device("cpu"), persistent=True)
+    module = Recorder()
+    y = drive(ctx, module, ctx.input(), module)
+    steps = example.x.shape[0]
+    assert resets == [0] and len(calls) == steps >= 3 and all(shape[0] == 1 for shape in calls)
+    assert torch.equal(y, ctx.input() * 2)
+    calls.clear()
+    drive(dataclasses.replace(ctx, persistent=False), module, ctx.input(), module)
+    assert calls == [tuple(example.x.shape)]

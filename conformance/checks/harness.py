@@ -21,6 +21,8 @@ class Check:
     needs_grad: bool = False
     #: transforms (fnmatch globs) it judges besides those that list it
     applies_to: tuple[str, ...] = ()
+    #: judges state carried between calls: not applicable to a subject without a call protocol
+    needs_protocol: bool = False
 
 
 @dataclass
@@ -93,7 +95,9 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, *, tol: Tolerance, cau
             excluded |= _after_first_flip(excused, time_dim, batch_dim)
         bad = bad & ~excluded
     if bad.any():
-        idx = tuple(int(i) for i in torch.nonzero(bad)[0])
+        positions = torch.nonzero(bad)
+        idx = tuple(int(i) for i in positions[0])
+        first_step = int(positions[:, time_dim].min()) if time_dim is not None else None
         rel = (diff / e.abs().clamp_min(1e-300))[bad]
         max_abs = float(diff[bad].max())
         raise CheckFailed(
@@ -101,7 +105,7 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, *, tol: Tolerance, cau
             f"{what}: {int(bad.sum())}/{bad.numel()} elements differ beyond atol={atol:g}, rtol={tol.rtol:g}; "
             f"first at index {idx}: got {a[idx].item():.6g}, expected {e[idx].item():.6g}; max abs err {max_abs:.3g}"
             + (f"; {int(excluded.sum())} tie elements excused" if excluded.any() else ""),
-            max_abs_err=max_abs, max_rel_err=float(rel.max()), atol=atol, rtol=tol.rtol)
+            max_abs_err=max_abs, max_rel_err=float(rel.max()), atol=atol, rtol=tol.rtol, first_step=first_step)
     return int(excluded.sum())
 
 
@@ -114,18 +118,6 @@ def _after_first_flip(excused: torch.Tensor, time_dim: int, batch_dim: int) -> t
     later = (seen - per_step.to(torch.int64)) > 0
     shape = (steps, batch) + (1,) * (moved.dim() - 2)
     return later.reshape(shape).expand_as(moved).movedim((0, 1), (time_dim, batch_dim))
-
-
-def _dtype_name(ctx: Context) -> str:
-    return str(ctx.dtype).replace("torch.", "")
-
-
-def _tol(ctx: Context, transform: str, check: str) -> Tolerance:
-    return tolerance(_dtype_name(ctx), transform, check)
-
-
-def _time_dim(ctx: Context) -> int | None:
-    return ctx.example.hyper.get("time_dim", ctx.spec.time_dim)
 
 
 def dtype_name(ctx: Context) -> str:

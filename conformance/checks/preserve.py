@@ -15,9 +15,24 @@ def _forward_against(ctx: Context, out: TransformRun, truth: Truth, transform: s
     # may flip a spike whose deciding quantity sits within the rounding margin of its boundary.
     where = "CUDA output vs CPU" if transform == "cpu_vs_cuda" else f"{transform} output vs eager"
     margin = truth.margin if truth.margin is not None and truth.margin.shape == out.against.y.shape else None
-    return compare(out.y, out.against.y, tol=tol(ctx, transform, "preserves_forward"),
-                   cause="transform-changed-forward", what=where, margin=margin,
-                   tie=tie_margin(ctx, transform), time_dim=time_dim(ctx), batch_dim=ctx.batch_dim)
+    try:
+        return compare(out.y, out.against.y, tol=tol(ctx, transform, "preserves_forward"),
+                       cause="transform-changed-forward", what=where, margin=margin,
+                       tie=tie_margin(ctx, transform), time_dim=time_dim(ctx), batch_dim=ctx.batch_dim)
+    except CheckFailed as failure:
+        raise by_call(ctx, out, failure) from None
+
+
+def by_call(ctx: Context, out: TransformRun, failure: CheckFailed) -> CheckFailed:
+    """A failure of a run fed one step per call, named after the first call where it parts: when the first call
+    agrees and a later one does not, the state carried between calls is what differs."""
+    if not ctx.persistent or failure.first_step is None:
+        return failure
+    calls = out.y.shape[time_dim(ctx)]
+    cause = "state-lost-between-calls" if failure.first_step > 0 else failure.cause
+    return CheckFailed(cause, f"call {failure.first_step + 1} of {calls} is the first to part: {failure.message}",
+                       max_abs_err=failure.max_abs_err, max_rel_err=failure.max_rel_err, atol=failure.atol,
+                       rtol=failure.rtol, first_step=failure.first_step)
 
 
 def check_preserves_forward(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:

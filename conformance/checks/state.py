@@ -7,8 +7,9 @@ import torch
 
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
-from ..transforms.harness import foreign_tensor, tensor_state
-from .harness import Check, Truth
+from ..transforms.harness import drive, foreign_tensor, tensor_state
+from .harness import Check, Truth, compare, tie_margin, time_dim, tol
+from .preserve import by_call
 
 
 def check_copy_independent(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
@@ -30,11 +31,11 @@ def check_copy_independent(ctx: Context, out: TransformRun, truth: Truth, transf
     changed = [p for p in clone.parameters() if p.is_floating_point()]
     saved = [p.detach().clone() for p in changed]
     with torch.no_grad():
-        before = original(x).detach().clone()
+        before = drive(ctx, original, x, original).detach().clone()
         try:
             for p in changed:
                 p.add_(0.5)
-            after = original(x).detach()
+            after = drive(ctx, original, x, original).detach()
         finally:  # the run is shared with the other checks of this cell: leave it as found
             for p, value in zip(changed, saved):
                 p.copy_(value)
@@ -68,8 +69,36 @@ def check_state_matches_eager(ctx: Context, out: TransformRun, truth: Truth, tra
     return 0
 
 
+def check_calls_compose(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+    """Fed one time step per call, the module computes what the subject computes fed the whole sequence in one call
+    (its one-call view, ``Subject.build``): the state carries over from call to call (``deterministic`` judges that
+    a reset starts it again from rest)."""
+    whole = out.findings.one_call
+    if whole is None:
+        raise RuntimeError(f"{transform} made no one-call run for calls_compose")
+    margin = truth.margin if truth.margin is not None and truth.margin.shape == whole.shape else None
+    try:
+        return compare(out.y, whole, tol=tol(ctx, transform, "calls_compose"), cause="state-lost-between-calls",
+                       what="one step per call vs the whole sequence in one call", margin=margin,
+                       tie=tie_margin(ctx), time_dim=time_dim(ctx), batch_dim=ctx.batch_dim)
+    except CheckFailed as failure:
+        raise by_call(ctx, out, failure) from None
+
+
+def check_returns_no_state(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+    """No tensor the module (or a submodule) returns is its own state: an in-place op on a returned spike or
+    membrane leaves what the next call computes as it was."""
+    if out.findings.aliased is None:
+        raise RuntimeError(f"{transform} made no aliasing run for returns_no_state")
+    if out.findings.aliased:
+        raise CheckFailed("output-aliases-state", "; ".join(out.findings.aliased[:3]))
+    return 0
+
+
 CHECKS = (
     Check("copy_independent", check_copy_independent),
     Check("no_state_leak", check_no_state_leak),
     Check("state_matches_eager", check_state_matches_eager),
+    Check("calls_compose", check_calls_compose, needs_protocol=True),
+    Check("returns_no_state", check_returns_no_state, needs_protocol=True),
 )

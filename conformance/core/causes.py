@@ -21,6 +21,11 @@ CAUSES: dict[str, str] = {
     "copy-shares-state": "a copy shares tensors with the original (mutating one changes the other)",
     "state-leak": "a transform left foreign tensors (batched, tracer, fake, functional) or changed values in the module",
     "state-advanced-twice": "recomputation (checkpoint) advanced the module's state a second time",
+    "state-lost-between-calls": "fed one time step per call, the module agrees on the first call and parts later: "
+                                "the state it carries from call to call is lost, reset, frozen or not its own",
+    "output-aliases-state": "a tensor the module returned is its own state: an in-place op on it changes what the "
+                            "next call computes",
+    "reset-failed": "the method a user resets the module with between sequences raised",
     "hook-capture-mutated": "a tensor captured by a forward hook was overwritten in place later in the forward",
     "hook-capture-mislabelled": "a feature extractor returned, for a layer, a tensor that is not that layer's output "
                                 "(e.g. hook outputs paired with layer names by position)",
@@ -61,7 +66,8 @@ class CheckFailed(AssertionError):
     """A check found its property violated. Carries the cause and the numbers the report shows."""
 
     def __init__(self, cause: str, message: str, *, max_abs_err: float | None = None,
-                 max_rel_err: float | None = None, atol: float | None = None, rtol: float | None = None):
+                 max_rel_err: float | None = None, atol: float | None = None, rtol: float | None = None,
+                 first_step: int | None = None):
         if cause not in CAUSES and not cause.startswith("graph-break:"):
             raise ValueError(f"unknown cause {cause!r}; add it to conformance.core.causes.CAUSES")
         super().__init__(f"[{cause}] {message}")
@@ -71,6 +77,8 @@ class CheckFailed(AssertionError):
         self.max_rel_err = max_rel_err
         self.atol = atol
         self.rtol = rtol
+        #: the earliest time step (of a sequence) where the comparison failed, when it compared sequences
+        self.first_step = first_step
 
 
 class TransformFailed(Exception):
@@ -107,7 +115,8 @@ _RULES: list[tuple[re.Pattern, str]] = [
 
 #: The cause of a failure in one of the generic stages every transform has, when no rule names it; a transform
 #: declares the causes of its own stages (``Transform.failure_cause``, ``Transform.stage_causes``).
-GENERIC_STAGE_CAUSES = {"build": "build-failed", "forward": "forward-raised", "backward": "backward-raised"}
+GENERIC_STAGE_CAUSES = {"build": "build-failed", "forward": "forward-raised", "backward": "backward-raised",
+                       "reset": "reset-failed"}
 
 
 def classify(error: BaseException, stage_causes: Mapping[str, str] | None = None, *, stage: str | None = None) -> str:

@@ -107,6 +107,26 @@ class Known:
 
 
 @dataclass(frozen=True)
+class CallProtocol:
+    """How a subject whose state persists between calls is driven, as its users drive it.
+
+    build:  ``build(example) -> nn.Module``: the module as a user holds it, whose ``forward`` takes a chunk of the
+            sequence (the time axis kept) and continues from the state the previous call left; it holds
+            ``example.params`` as ``Subject.build``'s module does, under the same parameter paths.
+    reset:  the name of the method a user calls on that module between sequences (the library's ``reset()``,
+            ``reset_states()``, ``reset_mem()``, or an adapter's method that calls it).
+
+    Every transform that yields a module feeds it the example's sequence one time step per call (at least three:
+    the subject fixes ``min_steps``), resetting it first where the transformed module still has the method, and
+    compares call by call. The subject's own ``build`` stays the one-call view (a whole sequence from rest) that
+    the batch transforms (vmap, per-sample gradients, jvp) use.
+    """
+
+    build: Callable[[Example], torch.nn.Module]
+    reset: str = "reset"
+
+
+@dataclass(frozen=True)
 class Subject:
     """One implementation under test.
 
@@ -125,6 +145,7 @@ class Subject:
     not_applicable: ``{transform or check: reason}`` for cells that are inapplicable by design.
     examples_scale: ``{device: factor}``: fewer hypothesis examples per cell on that device (at least one), for
                subjects whose every example is expensive there (the kernels run in Triton's interpreter on cpu).
+    protocol:  for a subject whose state persists between calls: how it is driven across calls (CallProtocol).
     """
 
     id: str
@@ -139,6 +160,7 @@ class Subject:
     known: tuple[Known, ...] = ()
     not_applicable: Mapping[str, str] = field(default_factory=dict)
     examples_scale: Mapping[str, float] = field(default_factory=dict)
+    protocol: CallProtocol | None = None
 
     def replace(self, **changes: Any) -> "Subject":
         return dataclasses.replace(self, **changes)

@@ -5,7 +5,8 @@ hyperparameters are the surrogate's own (``alpha``, ``width``, ...) and ``strict
 from the kinks of the derivative, so that float32/float64 comparisons of the gradient are not decided by a tie.
 
 Neurons (``neuron.<name>``): ``x`` is ``(T, B, N)`` (``time_dim=0``) or ``(B, T, N)`` (``time_dim=1``, when a subject
-fixes it), ``T`` 1..6, ``B`` 1..3, ``N`` 1..4, scaled so that neurons spike in a fair share of the steps.
+fixes it), ``T`` 1..6 (``min_steps``..6 when a subject fixes ``min_steps``), ``B`` 1..3, ``N`` 1..4, scaled so
+that neurons spike in a fair share of the steps.
 ``params`` hold every tensor a library may make learnable (as float64 tensors of shape ``()``, or the recurrent
 weight matrix); ``hyper`` the plain values. Any name, parameter or hyperparameter, can be fixed by a subject (a value
 or a strategy).
@@ -201,12 +202,13 @@ def _resolve(entry: Any, drawn: dict) -> st.SearchStrategy:
 def neuron_examples(name: str, **fixed: Any) -> st.SearchStrategy[Example]:
     """Examples for ``neuron.<name>`` (see the module docstring)."""
     _, _, params, hyper, (low, high), scale = _NEURONS[name]
-    cs.check_fixed(fixed, (*params, *hyper, "time_dim"), f"neuron.{name}")
+    cs.check_fixed(fixed, (*params, *hyper, "time_dim", "min_steps"), f"neuron.{name}")
+    min_steps = fixed.get("min_steps", 1)
 
     @st.composite
     def draw_example(draw):
         time_dim = draw(cs.hyper(fixed, "time_dim", st.just(0)))
-        steps, batch, features = draw(cs.time_steps(1, 6)), draw(st.integers(1, 3)), draw(st.integers(1, 4))
+        steps, batch, features = draw(cs.time_steps(min_steps, 6)), draw(st.integers(1, 3)), draw(st.integers(1, 4))
         drawn: dict[str, Any] = {"N": features}
         for key, entry in (*hyper.items(), *params.items()):
             drawn[key] = draw(cs.hyper(fixed, key, _resolve(entry, drawn)))

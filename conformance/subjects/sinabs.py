@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from ..core.types import Example, Known, Library, Subject
+from ..core.types import CallProtocol, Example, Known, Library, Subject
 
 #: Installed without its declared dependencies: it declares samna (hardware tooling) and imports it only for chips.
 LIBRARY = Library("sinabs", "sinabs", "3.1.3", no_deps=True,
@@ -45,43 +45,50 @@ def _neuron_kwargs(hyper: dict[str, Any]) -> dict[str, Any]:
 
 
 class FromReset(nn.Module):
-    """A sinabs layer on ``x`` of shape ``(B, T, N)``, its state reset first."""
+    """A sinabs layer on ``x`` of shape ``(B, T, N)``, its state reset first; ``persist``: it goes on from the
+    state the previous call left, as sinabs layers do until ``reset_states()``."""
 
-    def __init__(self, layer: nn.Module):
+    def __init__(self, layer: nn.Module, persist: bool = False):
         super().__init__()
         self.layer = layer
+        self.persist = persist
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def reset(self) -> None:
         self.layer.reset_states()
+
+    def run(self, x: torch.Tensor) -> torch.Tensor:
         return self.layer(x)
 
-
-class Squeezed(nn.Module):
-    """``IAFSqueeze`` on ``x`` of shape ``(B, T, N)``: flattened to ``(B*T, N)`` as sinabs expects, unflattened after."""
-
-    def __init__(self, layer: nn.Module):
-        super().__init__()
-        self.layer = layer
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.layer.reset_states()
+        if not self.persist:
+            self.layer.reset_states()
+        return self.run(x)
+
+
+class Squeezed(FromReset):
+    """``IAFSqueeze`` on ``x`` of shape ``(B, T, N)``: flattened to ``(B*T, N)`` as sinabs expects, unflattened
+    after."""
+
+    def run(self, x: torch.Tensor) -> torch.Tensor:
         return self.layer(x.flatten(0, 1)).reshape(x.shape)
 
 
-def build_iaf(example: Example) -> nn.Module:
+def build_iaf(example: Example, persist: bool = False) -> nn.Module:
     from sinabs.layers import IAF
 
-    return FromReset(IAF(**_neuron_kwargs(example.hyper)))
+    return FromReset(IAF(**_neuron_kwargs(example.hyper)), persist)
 
 
-def build_iaf_squeeze(example: Example) -> nn.Module:
+def build_iaf_squeeze(example: Example, persist: bool = False) -> nn.Module:
     from sinabs.layers import IAFSqueeze
 
-    # num_timesteps (not batch_size) so that any batch size, e.g. one sample under vmap, unflattens correctly.
-    return Squeezed(IAFSqueeze(num_timesteps=example.x.shape[1], **_neuron_kwargs(example.hyper)))
+    # num_timesteps (not batch_size) so that any batch size, e.g. one sample under vmap, unflattens correctly; fed
+    # one step per call, a call holds one step.
+    steps = 1 if persist else example.x.shape[1]
+    return Squeezed(IAFSqueeze(num_timesteps=steps, **_neuron_kwargs(example.hyper)), persist)
 
 
-def build_lif(example: Example) -> nn.Module:
+def build_lif(example: Example, persist: bool = False) -> nn.Module:
     from sinabs.layers import LIF
 
     layer = LIF(tau_mem=float(example.params["tau_mem"]), norm_input=bool(example.hyper["norm_input"]),
@@ -90,7 +97,12 @@ def build_lif(example: Example) -> nn.Module:
     layer.to(torch.get_default_dtype())
     with torch.no_grad():
         layer.tau_mem.copy_(example.params["tau_mem"])
-    return FromReset(layer)
+    return FromReset(layer, persist)
+
+
+def _persistent(build):
+    """sinabs layers keep their state between calls until reset_states(): the call protocol of ``build``'s layer."""
+    return CallProtocol(lambda example: build(example, persist=True))
 
 
 class SpikeWithSurrogate(nn.Module):
@@ -162,7 +174,7 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
               reproducer="reproducers/sinabs/compile_graph_break_python_type.py"),
         Known("compile_inductor", "preserves_*", cause=_GB_FULLGRAPH, reason=_GB_REASON, link=lif,
               reproducer="reproducers/sinabs/compile_graph_break_python_type.py"),
-        Known("pickle_used", cause="pickle-failed", link=_LAYER,
+        Known("pickle_used", cause="reset-failed", link=_LAYER,
               reason="after forward+backward the v_mem buffer is a non-leaf tensor requiring grad; unpickled it "
                      "becomes a leaf requiring grad, and reset_states() then zeroes it in place, which autograd "
                      "refuses",
@@ -225,10 +237,11 @@ def subjects() -> Iterator[Subject]:
     common = dict(library=LIBRARY.name, requires=REQUIRES)
     batch_major = {"time_dim": 1}
     yield Subject(id="sinabs.IAF", spec="neuron.sinabs_iaf", build=build_iaf, fixed=batch_major,
-                  known=_known_neuron(learnable=False), **common)
+                  protocol=_persistent(build_iaf), known=_known_neuron(learnable=False), **common)
     yield Subject(id="sinabs.IAFSqueeze", spec="neuron.sinabs_iaf", build=build_iaf_squeeze, fixed=batch_major,
-                  known=_known_neuron(learnable=False), **common)
+                  protocol=_persistent(build_iaf_squeeze), known=_known_neuron(learnable=False), **common)
     yield Subject(id="sinabs.LIF", spec="neuron.sinabs_lif", build=build_lif, fixed=batch_major,
+                  protocol=_persistent(build_lif),
                   param_map={"tau_mem": "layer.tau_mem"},
                   known=_known_neuron(learnable=True), **common)
     # SingleSpike fires at v_mem >= threshold

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 from torch import nn
 
-from ..core.types import Example, Known, Library, Subject
+from ..core.types import CallProtocol, Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
 
 LIBRARY = Library("snntorch", "snntorch", "1.0.0")
@@ -113,16 +113,25 @@ class Rollout(nn.Module):
     """One snntorch neuron run over ``x``'s leading time axis from a freshly reset state; returns the spikes.
 
     ``state_size`` is how many trailing outputs of a step are the next step's state arguments (``Leaky``: ``mem``;
-    ``RLeaky``: ``spk, mem``; ...).
+    ``RLeaky``: ``spk, mem``; ...). ``persist`` (``init_hidden=True`` only): the layer goes on from the state the
+    previous call left, as a user's network of ``init_hidden`` layers does; ``reset()`` is its ``reset_mem()``.
     """
 
-    def __init__(self, neuron: nn.Module, *, init_hidden: bool, state_size: int):
+    def __init__(self, neuron: nn.Module, *, init_hidden: bool, state_size: int, persist: bool = False):
         super().__init__()
+        if persist and not init_hidden:
+            raise ValueError("only an init_hidden layer keeps its state between calls")
         self.neuron = neuron
         self.init_hidden = init_hidden
         self.state_size = state_size
+        self.persist = persist
+
+    def reset(self) -> None:
+        self.neuron.reset_mem()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.persist:
+            return torch.stack([self.neuron(x[step]) for step in range(x.shape[0])])
         self.neuron.reset_mem()
         # The state passed at t=0 is zeros shaped like one step: what reset_mem() returns once the layer has run.
         # On a never-run layer reset_mem() returns empty tensors, which every neuron re-initialises except
@@ -161,7 +170,8 @@ def _snn_common(hyper: Mapping[str, Any]) -> dict[str, Any]:
             "reset_mechanism": hyper["reset_mechanism"]}
 
 
-def build_leaky(*, init_hidden: bool = False, learn_beta: bool = False, learn_threshold: bool = False):
+def build_leaky(*, init_hidden: bool = False, learn_beta: bool = False, learn_threshold: bool = False,
+                persist: bool = False):
     def build(example: Example) -> nn.Module:
         import snntorch
 
@@ -171,7 +181,7 @@ def build_leaky(*, init_hidden: bool = False, learn_beta: bool = False, learn_th
                                 graded_spikes_factor=_float(p, "graded_spikes_factor"),
                                 reset_delay=h["reset_delay"], **_snn_common(h))
         load(neuron, {"beta": "beta", "threshold": "threshold", "graded_spikes_factor": "graded_spikes_factor"}, p)
-        return Rollout(neuron, init_hidden=init_hidden, state_size=1)
+        return Rollout(neuron, init_hidden=init_hidden, state_size=1, persist=persist)
 
     return build
 
@@ -425,11 +435,13 @@ NONE_COMPARE_211 = Known(
 
 
 def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_map: Mapping[str, str] | None = None,
-            known: tuple[Known, ...] = (), returns_state: bool = True) -> Subject:
+            known: tuple[Known, ...] = (), returns_state: bool = True,
+            protocol: CallProtocol | None = None) -> Subject:
     # snntorch's default surrogate, atan (spike_grad=None when surrogate_alpha is drawn as None), for every neuron: the
     # other surrogates are subjects of their own, and atan alone decides the compile_dynamic cells (see ATAN_DYNAMIC).
     return Subject(id=f"snntorch.{variant}", spec=spec, build=build,
                    fixed={"time_dim": 0, "surrogate": "atan", **fixed},
+                   protocol=protocol,
                    param_map=dict(param_map or {}), library=LIBRARY.name, requires=("snntorch",),
                    known=(() if variant == "Leaky[init_hidden]" else (NONE_COMPARE_211,))
                    + known + NEURON_KNOWN + (EXPORT_LEAK,) + (PARAM_KNOWN if param_map else ())
@@ -455,7 +467,8 @@ def subjects() -> Iterator[Subject]:
                   fixed={"reset_mechanism": "none", "reset_delay": True}, param_map={"threshold": "neuron.threshold"},
                   known=OPACUS_BUFFERS)
     yield _neuron("Leaky[init_hidden]", "neuron.leaky", build_leaky(init_hidden=True),
-                  fixed={"reset_mechanism": "subtract", "reset_delay": True}, returns_state=False)
+                  fixed={"reset_mechanism": "subtract", "reset_delay": True}, returns_state=False,
+                  protocol=CallProtocol(build_leaky(init_hidden=True, persist=True), reset="reset"))
     yield _neuron("Synaptic", "neuron.synaptic", build_synaptic, fixed={"reset_delay": True})
     yield _neuron("Alpha", "neuron.alpha", build_alpha, fixed={})
     yield _neuron("Lapicque", "neuron.lapicque", build_lapicque, fixed={})

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from ..core.types import Example, Known, Library, Subject
+from ..core.types import CallProtocol, Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
 
 #: Installed without its declared dependencies: it declares torchvision/torchaudio (a CUDA torch) and imports neither.
@@ -39,15 +39,22 @@ class NodeOverTime(nn.Module):
     """A spikingjelly node run over ``x`` of shape ``(T, B, N)`` from its reset state.
 
     ``step_mode="s"``: one call per time step (the adapter loops); ``"m"``: one call with the whole sequence.
+    ``persist``: the node goes on from the ``v`` the previous call left, as spikingjelly's nodes do until
+    ``reset()`` (``functional.reset_net``) is called; otherwise every call starts from ``v_reset`` (or 0).
     """
 
-    def __init__(self, node: nn.Module, step_mode: str):
+    def __init__(self, node: nn.Module, step_mode: str, persist: bool = False):
         super().__init__()
         self.node = node
         self.step_mode = step_mode
+        self.persist = persist
+
+    def reset(self) -> None:
+        self.node.reset()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.node.reset()  # the node keeps v between calls; every call starts from v_reset (or 0)
+        if not self.persist:
+            self.node.reset()
         if self.step_mode == "m":
             return self.node(x)
         return torch.stack([self.node(x[t]) for t in range(x.shape[0])])
@@ -59,28 +66,28 @@ def _common(hyper: dict[str, Any], step_mode: str) -> dict[str, Any]:
                 surrogate_function=_surrogate(hyper), detach_reset=bool(hyper["detach_reset"]), step_mode=step_mode)
 
 
-def _if_builder(step_mode: str):
+def _if_builder(step_mode: str, persist: bool = False):
     def build(example: Example) -> nn.Module:
         from spikingjelly.activation_based import neuron
 
-        return NodeOverTime(neuron.IFNode(**_common(example.hyper, step_mode)), step_mode)
+        return NodeOverTime(neuron.IFNode(**_common(example.hyper, step_mode)), step_mode, persist)
 
     return build
 
 
-def _lif_builder(step_mode: str):
+def _lif_builder(step_mode: str, persist: bool = False):
     def build(example: Example) -> nn.Module:
         from spikingjelly.activation_based import neuron
 
         hyper = example.hyper
         node = neuron.LIFNode(tau=float(hyper["tau"]), decay_input=bool(hyper["decay_input"]),
                               **_common(hyper, step_mode))
-        return NodeOverTime(node, step_mode)
+        return NodeOverTime(node, step_mode, persist)
 
     return build
 
 
-def _plif_builder(step_mode: str):
+def _plif_builder(step_mode: str, persist: bool = False):
     def build(example: Example) -> nn.Module:
         from spikingjelly.activation_based import neuron
 
@@ -89,7 +96,7 @@ def _plif_builder(step_mode: str):
                                         **_common(hyper, step_mode))
         with torch.no_grad():
             node.w.copy_(example.params["w"].to(node.w.dtype))
-        return NodeOverTime(node, step_mode)
+        return NodeOverTime(node, step_mode, persist)
 
     return build
 
@@ -185,13 +192,18 @@ def subjects() -> Iterator[Subject]:
     for step_mode in ("s", "m"):
         # single-step nodes are stepped over time by the adapter (called T times per forward): bdpy pairs by position
         bdpy = bdpy_stepped(tuple_output=False) if step_mode == "s" else ()
+        # every node keeps v between calls until reset(): fed one step per call (a chunk of one step in "m")
+        node = common
         yield Subject(id=f"spikingjelly.IFNode[{step_mode}]", spec="neuron.sj_if", build=_if_builder(step_mode),
-                      known=_known_node(learnable=False) + bdpy, **common)
+                      protocol=CallProtocol(_if_builder(step_mode, persist=True)),
+                      known=_known_node(learnable=False) + bdpy, **node)
         yield Subject(id=f"spikingjelly.LIFNode[{step_mode}]", spec="neuron.sj_lif", build=_lif_builder(step_mode),
-                      known=_known_node(learnable=False) + bdpy, **common)
+                      protocol=CallProtocol(_lif_builder(step_mode, persist=True)),
+                      known=_known_node(learnable=False) + bdpy, **node)
         yield Subject(id=f"spikingjelly.ParametricLIFNode[{step_mode}]", spec="neuron.sj_plif",
                       build=_plif_builder(step_mode), param_map={"w": "node.w"},
-                      known=_known_node(learnable=True) + bdpy, **common)
+                      protocol=CallProtocol(_plif_builder(step_mode, persist=True)),
+                      known=_known_node(learnable=True) + bdpy, **node)
     for spec_name, class_name in (("sigmoid", "Sigmoid"), ("atan", "ATan"),
                                   ("piecewise_quadratic", "PiecewiseQuadratic")):
         # spikingjelly's heaviside fires at x >= 0

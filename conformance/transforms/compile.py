@@ -14,6 +14,7 @@ from .harness import (
     Transform,
     TransformRun,
     build,
+    drive,
     eager,
     leaks,
     run_forward_backward,
@@ -78,8 +79,7 @@ def _compile_transform(name: str, backend: str, dynamic: bool | None, *,
                 # mismatch is a guard failure of its own, which made every example compile a second graph.
                 x2 = torch.cat([ctx.input(), ctx.input()], dim=ctx.batch_dim)
                 x2 = x2.requires_grad_(ctx.differentiable and x2.is_floating_point())
-                with stage(name):
-                    y2 = compiled(x2).detach()
+                y2 = drive(ctx, compiled, x2, module, name=name).detach()
                 result.findings.second_shape = (y2, eager(ctx, x=x2).y)
             # fullgraph=True captured the whole forward in one graph: dynamo found no break to count.
             breaks = (0, [])
@@ -111,8 +111,9 @@ compile_dynamic = _compile_transform("compile_dynamic", "aot_eager", True, expla
 
 TRANSFORMS = (
     Transform("compile_aot_eager", compile_aot_eager, FORWARD_GRAD + ("no_graph_breaks",),
-              failure_cause="compile-failed", compiles=True),
-    Transform("compile_inductor", compile_inductor, FORWARD_GRAD, failure_cause="compile-failed", compiles=True),
+              failure_cause="compile-failed", compiles=True, protocol=True),
+    Transform("compile_inductor", compile_inductor, FORWARD_GRAD, failure_cause="compile-failed", compiles=True,
+              protocol=True),
     Transform("compile_dynamic", compile_dynamic, ("preserves_forward", "no_graph_breaks"),
-              failure_cause="compile-failed", compiles=True),
+              failure_cause="compile-failed", compiles=True, protocol=True),
 )

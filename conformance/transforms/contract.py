@@ -56,5 +56,5 @@ def module_contract(ctx: Context) -> TransformRun:
 
 TRANSFORMS = (
     Transform("module_contract", module_contract, FORWARD_GRAD + ("module_contract",),
-              failure_cause="module-method-failed"),
+              failure_cause="module-method-failed", protocol=True),
 )

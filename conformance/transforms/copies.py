@@ -80,9 +80,10 @@ def state_dict_roundtrip(ctx: Context) -> TransformRun:
 
 COPY_CHECKS = FORWARD_GRAD + ("copy_independent",)
 TRANSFORMS = (
-    Transform("deepcopy", deepcopy, COPY_CHECKS, failure_cause="deepcopy-failed"),
-    Transform("deepcopy_used", deepcopy_used, COPY_CHECKS, failure_cause="deepcopy-failed"),
-    Transform("pickle", pickle_roundtrip, COPY_CHECKS, failure_cause="pickle-failed"),
-    Transform("pickle_used", pickle_used, COPY_CHECKS, failure_cause="pickle-failed"),
-    Transform("state_dict", state_dict_roundtrip, FORWARD_GRAD, failure_cause="state-dict-mismatch"),
+    Transform("deepcopy", deepcopy, COPY_CHECKS, failure_cause="deepcopy-failed", protocol=True),
+    Transform("deepcopy_used", deepcopy_used, COPY_CHECKS, failure_cause="deepcopy-failed", protocol=True),
+    Transform("pickle", pickle_roundtrip, COPY_CHECKS, failure_cause="pickle-failed", protocol=True),
+    Transform("pickle_used", pickle_used, COPY_CHECKS, failure_cause="pickle-failed", protocol=True),
+    Transform("state_dict", state_dict_roundtrip, FORWARD_GRAD, failure_cause="state-dict-mismatch",
+              protocol=True),
 )

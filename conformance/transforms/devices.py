@@ -45,7 +45,9 @@ autocast_fp16 = _autocast_transform("autocast_fp16", torch.float16)
 
 
 TRANSFORMS = (
-    Transform("cpu_vs_cuda", cpu_vs_cuda, FORWARD_GRAD, devices=("cuda",), compares_with="cpu"),
-    Transform("autocast_bf16", autocast_bf16, FORWARD_GRAD, devices=("cuda",), compute_dtype="bfloat16"),
-    Transform("autocast_fp16", autocast_fp16, FORWARD_GRAD, devices=("cuda",), compute_dtype="float16"),
+    Transform("cpu_vs_cuda", cpu_vs_cuda, FORWARD_GRAD, devices=("cuda",), compares_with="cpu", protocol=True),
+    Transform("autocast_bf16", autocast_bf16, FORWARD_GRAD, devices=("cuda",), compute_dtype="bfloat16",
+              protocol=True),
+    Transform("autocast_fp16", autocast_fp16, FORWARD_GRAD, devices=("cuda",), compute_dtype="float16",
+              protocol=True),
 )

@@ -15,6 +15,7 @@ from .harness import (
     TransformRun,
     backward,
     build,
+    drive,
     eager,
     grad_or_zeros,
     leaks,
@@ -43,8 +44,7 @@ def functional_call(ctx: Context) -> TransformRun:
         return torch.func.functional_call(module, new_params, (x,))
 
     x = ctx.input().clone().requires_grad_(ctx.differentiable)
-    with stage("functional_call"):
-        y = call(x)
+    y = drive(ctx, call, x, module, name="functional_call")
     grads, backward_failure = None, None
     if ctx.differentiable:
         backward_failure = backward(ctx, y)  # kept for the gradient checks; the forward's are still judged
@@ -238,7 +238,8 @@ def jvp(ctx: Context) -> TransformRun:
 
 LEAK = ("no_state_leak",)
 TRANSFORMS = (
-    Transform("functional_call", functional_call, FORWARD_GRAD + LEAK, failure_cause="functional-call-failed"),
+    Transform("functional_call", functional_call, FORWARD_GRAD + LEAK, failure_cause="functional-call-failed",
+              protocol=True),
     Transform("vmap", vmap, ("preserves_forward",) + LEAK, failure_cause="vmap-unsupported"),
     Transform("grad", func_grad, ("preserves_grad",) + LEAK, failure_cause="functional-call-failed", needs_grad=True),
     Transform("per_sample_grad", per_sample_grad, ("preserves_grad",) + LEAK, failure_cause="per-sample-grad-failed",

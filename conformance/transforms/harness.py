@@ -34,14 +34,19 @@ class Context:
     example: Example  # float64 CPU, already rounded through the cell dtype
     dtype: torch.dtype
     device: torch.device
+    #: drive the subject through its call protocol (set by the runner for a transform that yields a module, when
+    #: the subject's state persists between calls): ``build`` makes the module a user holds, ``drive`` feeds it
+    persistent: bool = False
 
     def build(self, example: Example | None = None) -> nn.Module:
-        """A fresh subject module for ``example`` on the cell's device and dtype."""
+        """A fresh subject module for ``example`` on the cell's device and dtype (the one its users call step by
+        step when the context is persistent)."""
+        factory = self.subject.protocol.build if self.persistent else self.subject.build
         # Built under float64 as the default dtype for float64 cells, so parameters keep full precision.
         previous = torch.get_default_dtype()
         torch.set_default_dtype(torch.float64 if self.dtype == torch.float64 else torch.float32)
         try:
-            module = self.subject.build(example or self.example)
+            module = factory(example or self.example)
         finally:
             torch.set_default_dtype(previous)
         return module.to(device=self.device, dtype=self.dtype)
@@ -113,8 +118,12 @@ class Findings:
     hooks: HookCapture | None = None
     #: dynamo's graph breaks (count, reasons) of a transform that asks for them
     graph_breaks: tuple[int, list[str]] | None = None
-    #: the output of a second call of the same module on the same input
+    #: the output of a second call of the same module on the same input (of a second sequence after the reset)
     second_call: torch.Tensor | None = None
+    #: a persistent subject's output for the whole sequence in one call (the run was fed one step per call)
+    one_call: torch.Tensor | None = None
+    #: what a persistent subject returned that was its own state ("call 2: ... changed the module's state v")
+    aliased: list[str] | None = None
     #: (transformed, eager) outputs for a second batch size
     second_shape: tuple[torch.Tensor, torch.Tensor] | None = None
     #: the backward's failure: the forward is still judged (a forward-only layer is judged on its forward), the
@@ -149,16 +158,46 @@ def stage(name: str) -> Iterator[None]:
         raise TransformFailed(name, error) from error
 
 
+def drive(ctx: Context, call: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, module: nn.Module | None,
+          *, name: str = "forward") -> torch.Tensor:
+    """``call`` on the sequence ``x`` as the subject's users feed it: in one call, or, in a persistent context, one
+    time step per call from the reset state (``module``'s reset method, where the transformed module still has it:
+    a traced or exported graph has none and starts from the state it was made with), the outputs joined along the
+    time axis. A call that returns no tensor fails the stage ``name``."""
+    if not ctx.persistent:
+        with stage(name):
+            y = call(x)
+        if not isinstance(y, torch.Tensor):
+            raise TransformFailed(name, TypeError(f"forward returned {type(y).__name__}, expected a Tensor"))
+        return y
+    reset(ctx, module)
+    outputs = []
+    for step in x.split(1, dim=ctx.time_dim):
+        with stage(name):
+            y = call(step)
+        if not isinstance(y, torch.Tensor):
+            raise TransformFailed(name, TypeError(f"call {len(outputs) + 1} returned {type(y).__name__}, expected a "
+                                                  "Tensor"))
+        outputs.append(y)
+    return torch.cat(outputs, dim=ctx.time_dim)
+
+
+def reset(ctx: Context, module: nn.Module | None) -> None:
+    """Reset a persistent subject's state between sequences with its protocol's method, if ``module`` has it."""
+    method = getattr(module, ctx.subject.protocol.reset, None) if module is not None else None
+    if callable(method):
+        with stage("reset"):
+            method()
+
+
 def run_forward_backward(ctx: Context, call: Callable[[torch.Tensor], torch.Tensor], module: nn.Module | None,
                          x: torch.Tensor | None = None, *, name: str = "forward") -> TransformRun:
-    """Output and gradients (input and every mapped parameter) of ``call`` for the context's cotangent."""
+    """Output and gradients (input and every mapped parameter) of ``call`` for the context's cotangent, the input
+    fed as ``drive`` feeds it."""
     x = ctx.input() if x is None else x
     want_grad = ctx.differentiable
     x = x.detach().clone().requires_grad_(want_grad and x.is_floating_point())
-    with stage(name):
-        y = call(x)
-    if not isinstance(y, torch.Tensor):
-        raise TransformFailed(name, TypeError(f"forward returned {type(y).__name__}, expected a Tensor"))
+    y = drive(ctx, call, x, module, name=name)
     grads = None
     if want_grad:
         params = ctx.spec_params(module) if module is not None else {}
@@ -293,9 +332,8 @@ def watch_state(module: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, b
 def after_use(ctx: Context, module: nn.Module) -> nn.Module:
     """Run one forward+backward so hidden state holds non-leaf tensors, as in a training loop."""
     x = ctx.input().clone().requires_grad_(ctx.differentiable)
-    with stage("forward"):
-        y = module(x)
-    if ctx.differentiable and isinstance(y, torch.Tensor):
+    y = drive(ctx, module, x, module)
+    if ctx.differentiable:
         backward(ctx, y)  # a forward-only layer is used as far as it goes; the gradient checks report it
     for p in module.parameters():
         p.grad = None
@@ -321,6 +359,9 @@ class Transform:
     #: importable modules it needs (its cells skip without them)
     requires: tuple[str, ...] = ()
     compiles: bool = False
+    #: yields a module its users go on calling: a subject whose state persists between calls is driven through its
+    #: call protocol (one step per call, CallProtocol); False for the batch transforms (vmap, per-sample, jvp)
+    protocol: bool = False
     devices: tuple[str, ...] = ("cpu", "cuda")
     #: the device whose result its cells compare with (cpu_vs_cuda: "cpu"), or None
     compares_with: str | None = None

@@ -43,8 +43,9 @@ def forward_hooks(ctx: Context) -> TransformRun:
             self.subject, self.downstream = module, InplaceDownstream()
 
         def forward(self, x):
+            start = len(captured)  # a module fed one step per call: this call's captures
             y = self.subject(x)
-            for name, ref, value in captured:
+            for name, ref, value in captured[start:]:
                 if ref.shape != value.shape or not torch.equal(ref.detach(), value):
                     mutated.append(name)
             out = self.downstream(y)
@@ -75,6 +76,7 @@ def checkpoint(ctx: Context) -> TransformRun:
 
 
 TRANSFORMS = (
-    Transform("forward_hooks", forward_hooks, ("hook_capture_intact", "preserves_grad")),
+    Transform("forward_hooks", forward_hooks, ("hook_capture_intact", "preserves_grad"), protocol=True),
+    # one call of the whole sequence: driven step by step, recomputation starts from the advanced state (docs/depth.md)
     Transform("checkpoint", checkpoint, ("preserves_grad", "state_matches_eager")),
 )
