@@ -210,15 +210,22 @@ def _environment() -> dict[str, str]:
     return env
 
 
+#: the line an uncaught exception's message starts on (``torch.utils.checkpoint.CheckpointError: ...``)
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*:")
+
+
 def judge(path: str, returncode: int | None, output: str, expect: str, seconds: float) -> Result:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     last = lines[-1] if lines else ""
+    # an exception whose message spans several lines ends the output with its last line: its first line counts
+    starts = [i for i, line in enumerate(lines) if EXCEPTION_LINE.match(line)]
+    raised = lines[starts[-1]] if starts else ""
     if returncode is None:
         status = TIMEOUT
     elif returncode == 0:
         status = PASSES
     else:
-        status = REPRODUCES if expect and expect in last else FAILS_OTHERWISE
+        status = REPRODUCES if expect and (expect in last or expect in raised) else FAILS_OTHERWISE
     return Result(path, status, last, seconds, output, expect)
 
 

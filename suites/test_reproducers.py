@@ -142,3 +142,18 @@ def test_subjects_registered_at_run_time_are_not_this_projects_claims():
                               known=(Known("eager", cause="forward-mismatch"),)))
     assert not any("registered_elsewhere" in c.owner for c in reproducers.claims())
     assert not reproducers.without_reproducer(reproducers.claims())
+
+
+def test_an_exception_whose_message_spans_lines_is_judged_by_the_line_it_starts_on():
+    """torch's CheckpointError ends the output with the last line of its message: the fragment may name its start,
+    and a different exception with the same tail is still told apart."""
+    from conformance.reproducers import FAILS_OTHERWISE, REPRODUCES, judge
+
+    tail = "Traceback (most recent call last):\n  File \"x.py\", line 3\n{}: torch.utils.checkpoint: Recomputed " \
+           "values differ\ntensor at position 0:\nworkaround examples.\n"
+    expect = "CheckpointError: torch.utils.checkpoint: Recomputed values"
+    raised = tail.format("torch.utils.checkpoint.CheckpointError")
+    assert judge("x.py", 1, raised, expect, 0.1).status == REPRODUCES
+    assert judge("x.py", 1, tail.format("RuntimeError"), expect, 0.1).status == FAILS_OTHERWISE
+    assert judge("x.py", 1, "Traceback\nAssertionError: the copy differs\n", "AssertionError: the copy", 0.1).status \
+        == REPRODUCES

@@ -1,7 +1,7 @@
 """Per-library pages generated from the records: what works, what fails and why, how to reproduce each failure.
 
-``python -m conformance.report.libdocs --results reports/results --out docs/libraries`` writes ``<library>.md`` for every
-library in the records (the report reads records only; nothing is re-derived).
+``python -m conformance.report.libdocs --results reports/results reports/cuda --out docs/libraries`` (the defaults)
+writes ``<library>.md`` for every library in the records (the report reads records only; nothing is re-derived).
 """
 
 from __future__ import annotations
@@ -138,7 +138,8 @@ def _own_message(row) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.report.libdocs", description=__doc__)
-    parser.add_argument("--results", nargs="+", default=["reports/results"])
+    # the checked-in GPU records too, as the report reads them (a no-device CUDA skip never displaces them)
+    parser.add_argument("--results", nargs="+", default=["reports/results", "reports/cuda"])
     parser.add_argument("--out", default="docs/libraries")
     args = parser.parse_args(argv)
     loaded = load_records(args.results)

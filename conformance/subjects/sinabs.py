@@ -197,13 +197,19 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
               reason="TorchScript cannot compile the layer's properties (_param_dict, alpha_mem_calculated) and the "
                      "autograd.Function spike_fn it calls",
               reproducer="reproducers/sinabs/jit_script_layer.py"),
-        Known("checkpoint", "state_matches_eager", cause="state-advanced-twice", link=_LAYER,
-              reason="forward overwrites the state buffer v_mem, so it is not side-effect free as checkpoint asks: "
-                     "a forward that starts from rest (reset_states(), as the adapter's and a network's do) is "
-                     "recomputed from rest and non-reentrant checkpoint stops before the state is written back, "
-                     "leaving v_mem at zero (with the reset outside, the recomputation starts from the advanced state "
-                     "and backward raises CheckpointError)",
-              reproducer="reproducers/sinabs/checkpoint_recomputation_resets_state.py"),
+        # fed one time step per call (the layer keeping v_mem in between), measured on the CPU
+        Known("checkpoint", "preserves_grad", cause="backward-raised", link=_LAYER, device="cpu",
+              reason="checkpoint recomputes a call's forward during backward from the v_mem the later calls left (the "
+                     "layer is not the side-effect-free function checkpoint asks for); v_mem is a 0-dim tensor at "
+                     "rest and (batch, neurons) once the layer has run, so the recomputed tensors do not match the "
+                     "saved ones and backward raises CheckpointError",
+              reproducer="reproducers/sinabs/layer_checkpoint_steps_raises.py"),
+        Known("jit_trace", "preserves_grad", cause="transform-changed-grad", link=_LAYER, device="cpu",
+              reason="traced on a fresh layer, the graph records the re-initialisation of v_mem to zeros (its shape "
+                     "differs from the input's then), so the traced layer starts every call from rest: fed one step "
+                     "per call it forgets v_mem between the steps; on these examples each step's input alone decides "
+                     "the spikes, so only the gradients show it",
+              reproducer="reproducers/sinabs/layer_jit_trace_forgets_state.py"),
     ]
     if learnable:
         opacus = ("Opacus refuses a trainable layer that also holds buffers (the v_mem state): 'Model contains a "

@@ -336,6 +336,30 @@ NO_RESET_DELAY_KNOWN: tuple[Known, ...] = (
 )
 
 
+#: Findings of the call protocol (init_hidden: one time step per call, the layer keeping mem), measured on the CPU.
+_STEPPED_LINK = f"{SOURCE}/_neurons/leaky.py"
+INIT_HIDDEN_STEPPED: tuple[Known, ...] = (
+    Known(transform="jit_trace", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
+          device="cpu",
+          reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros (its shape differs "
+                 "from the input's then), so the traced layer starts every call from rest: fed one step per call it "
+                 "forgets mem between the steps; on these examples every step's input alone decides the spikes, so "
+                 "only the gradients show it",
+          reproducer="reproducers/snntorch/leaky_init_hidden_jit_trace_forgets_mem.py"),
+    Known(transform="checkpoint", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
+          device="cpu",
+          reason="checkpoint recomputes a step's forward during backward from the mem the later steps left (the "
+                 "layer is not the side-effect-free function checkpoint asks for): the recomputed step is not the one "
+                 "that ran, so the input gradient is wrong; nothing warns",
+          reproducer="reproducers/snntorch/leaky_init_hidden_checkpoint_steps.py"),
+    Known(transform="checkpoint", check="state_matches_eager", cause="state-advanced-twice", link=_STEPPED_LINK,
+          device="cpu",
+          reason="checkpoint's recomputation of a step runs the layer again, which overwrites mem with the recomputed "
+                 "step's value: after backward the layer no longer holds the state its last call left",
+          reproducer="reproducers/snntorch/leaky_init_hidden_checkpoint_steps.py"),
+)
+
+
 _STALE_SPIKE = Known(
     transform="checkpoint", check="state_matches_eager", cause="state-advanced-twice",
     link=f"{SOURCE}/_neurons/rleaky.py#L342",
@@ -440,7 +464,7 @@ def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_m
     # snntorch's default surrogate, atan (spike_grad=None when surrogate_alpha is drawn as None), for every neuron: the
     # other surrogates are subjects of their own, and atan alone decides the compile_dynamic cells (see ATAN_DYNAMIC).
     return Subject(id=f"snntorch.{variant}", spec=spec, build=build,
-                   fixed={"time_dim": 0, "surrogate": "atan", **fixed},
+                   fixed={"time_dim": 0, "surrogate": "atan", **fixed, **({"min_steps": 3} if protocol else {})},
                    protocol=protocol,
                    param_map=dict(param_map or {}), library=LIBRARY.name, requires=("snntorch",),
                    known=(() if variant == "Leaky[init_hidden]" else (NONE_COMPARE_211,))
@@ -468,7 +492,7 @@ def subjects() -> Iterator[Subject]:
                   known=OPACUS_BUFFERS)
     yield _neuron("Leaky[init_hidden]", "neuron.leaky", build_leaky(init_hidden=True),
                   fixed={"reset_mechanism": "subtract", "reset_delay": True}, returns_state=False,
-                  protocol=CallProtocol(build_leaky(init_hidden=True, persist=True), reset="reset"))
+                  known=INIT_HIDDEN_STEPPED, protocol=CallProtocol(build_leaky(init_hidden=True, persist=True), reset="reset"))
     yield _neuron("Synaptic", "neuron.synaptic", build_synaptic, fixed={"reset_delay": True})
     yield _neuron("Alpha", "neuron.alpha", build_alpha, fixed={})
     yield _neuron("Lapicque", "neuron.lapicque", build_lapicque, fixed={})

@@ -142,8 +142,22 @@ _JVP_ZERO = ("on CUDA the nodes run spikingjelly's CUDA kernels instead of the o
              "forward-mode AD")
 
 
+#: Findings of the call protocol (one time step per call, the node keeping v in between), measured on the CPU.
+_STEPPED = dict(device="cpu")
+_TRACE_FORGETS_V = ("a node at rest holds v as the Python float v_reset, which torch.jit.trace / torch.export "
+                    "record as a constant (`v = full_like(x, v_reset)`): the traced or exported node starts every "
+                    "call from rest, so fed one step per call it forgets v between the steps (its gradients too); "
+                    "nothing warns")
+_CHECKPOINT_STEPS = ("checkpoint recomputes a call's forward during backward from the v the later calls left (a "
+                     "node is not the side-effect-free function checkpoint asks for): the recomputed step is not "
+                     "the one that ran, so the input gradient is wrong, or, where v changes shape from the float "
+                     "at rest to a tensor, backward raises CheckpointError")
+
+
 def _known_node(*, learnable: bool) -> tuple[Known, ...]:
     known = [
+        Known("jit_trace", "preserves_grad", cause="transform-changed-grad", reason=_TRACE_FORGETS_V,
+              link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_jit_trace_forgets_v.py", **_STEPPED),
         Known("compile_*", cause="graph-break:Dynamo does not support copy.deepcopy()",
               also=("graph-break:copy.deepcopy()",), reason=_DEEPCOPY_BREAK, link=f"{_SRC}/base.py#L735",
               reproducer="reproducers/spikingjelly/node_compile_graph_break_deepcopy.py", **_CUDA_211),
@@ -160,12 +174,27 @@ def _known_node(*, learnable: bool) -> tuple[Known, ...]:
         Known("jit_script", cause="jit-unsupported", reason=_JIT_NODE, link=f"{_SRC}/base.py",
               reproducer="reproducers/spikingjelly/node_jit_script_varargs_forward.py"),
     ]
-    if learnable:
+    if learnable:  # the drawn w decides the forward: the traced and exported forwards agree on these examples
         known += [
+            Known("checkpoint", "preserves_grad", cause="backward-raised", reason=_CHECKPOINT_STEPS,
+                  link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/plif_checkpoint_steps_raises.py",
+                  **_STEPPED),
             Known("per_sample_grad", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT,
                   link=_OPS, reproducer="reproducers/spikingjelly/plif_per_sample_grad_old_style_function.py"),
             Known("opacus_*", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS,
                   reproducer="reproducers/spikingjelly/plif_opacus_old_style_function.py"),
+        ]
+    else:
+        known += [
+            Known("jit_trace", "preserves_forward", cause="state-lost-between-calls", reason=_TRACE_FORGETS_V,
+                  link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_jit_trace_forgets_v.py",
+                  **_STEPPED),
+            Known("export", "preserves_forward", cause="state-lost-between-calls", reason=_TRACE_FORGETS_V,
+                  link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_export_forgets_v.py",
+                  **_STEPPED),
+            Known("checkpoint", "preserves_grad", cause="transform-changed-grad", reason=_CHECKPOINT_STEPS,
+                  link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_checkpoint_steps_gradient.py",
+                  **_STEPPED),
         ]
     return tuple(known)
 
@@ -193,7 +222,7 @@ def subjects() -> Iterator[Subject]:
         # single-step nodes are stepped over time by the adapter (called T times per forward): bdpy pairs by position
         bdpy = bdpy_stepped(tuple_output=False) if step_mode == "s" else ()
         # every node keeps v between calls until reset(): fed one step per call (a chunk of one step in "m")
-        node = common
+        node = dict(fixed={"min_steps": 3}, **common)
         yield Subject(id=f"spikingjelly.IFNode[{step_mode}]", spec="neuron.sj_if", build=_if_builder(step_mode),
                       protocol=CallProtocol(_if_builder(step_mode, persist=True)),
                       known=_known_node(learnable=False) + bdpy, **node)

@@ -77,6 +77,5 @@ def checkpoint(ctx: Context) -> TransformRun:
 
 TRANSFORMS = (
     Transform("forward_hooks", forward_hooks, ("hook_capture_intact", "preserves_grad"), protocol=True),
-    # one call of the whole sequence: driven step by step, recomputation starts from the advanced state (docs/depth.md)
-    Transform("checkpoint", checkpoint, ("preserves_grad", "state_matches_eager")),
+    Transform("checkpoint", checkpoint, ("preserves_grad", "state_matches_eager"), protocol=True),
 )

@@ -74,8 +74,6 @@ def export(ctx: Context) -> TransformRun:
 
 TRANSFORMS = (
     Transform("jit_script", jit_script, FORWARD_GRAD, failure_cause="jit-unsupported", protocol=True),
-    # one call of the whole sequence: driven step by step, traced and exported stateful nodes lose their state
-    # between calls (docs/depth.md), findings still to be entered with their reproducers
-    Transform("jit_trace", jit_trace, FORWARD_GRAD, failure_cause="jit-unsupported"),
-    Transform("export", export, ("preserves_forward", "no_state_leak"), failure_cause="export-failed"),
+    Transform("jit_trace", jit_trace, FORWARD_GRAD, failure_cause="jit-unsupported", protocol=True),
+    Transform("export", export, ("preserves_forward", "no_state_leak"), failure_cause="export-failed", protocol=True),
 )
