@@ -97,6 +97,9 @@ def validate(subject: Subject) -> None:
     if subject.spec not in specs():
         raise UsageError(f"subject {subject.id!r} claims unknown spec {subject.spec!r}; known: "
                          f"{', '.join(sorted(specs()))}")
+    if subject.protocol is not None and specs()[subject.spec].time_dim is None:
+        raise UsageError(f"subject {subject.id!r} declares a call protocol, but spec {subject.spec!r} has no time "
+                         "axis to feed one step per call")
     try:
         specs()[subject.spec].examples(**subject.fixed)
     except (TypeError, ValueError) as error:

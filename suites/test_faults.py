@@ -303,6 +303,15 @@ def test_an_unknown_fixed_key_is_rejected_when_declared(tmp_path):
     assert "Traceback" not in log, log
 
 
+def test_a_call_protocol_on_a_spec_without_time_is_rejected_when_declared():
+    from conformance.core.types import CallProtocol, Subject
+
+    stepped_sign = Subject(id="mylib.SteppedSign", spec="quant.sign_ste", build=lambda e: None,
+                           protocol=CallProtocol(lambda e: None))
+    with pytest.raises(UsageError, match="declares a call protocol, but spec 'quant.sign_ste' has no time axis"):
+        registry.validate(stepped_sign)
+
+
 def test_a_broken_entry_point_is_one_line(tmp_path):
     site = install_faulty_library(tmp_path, module_text="raise ImportError('faultylib needs libfoo.so')\n")
     done = subprocess.run([sys.executable, "-m", "conformance.cell",
