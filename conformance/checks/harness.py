@@ -138,6 +138,18 @@ def time_dim(ctx: Context) -> int | None:
     return ctx.example.hyper.get("time_dim", ctx.spec.time_dim)
 
 
+def by_call(ctx: Context, out: TransformRun, failure: CheckFailed) -> CheckFailed:
+    """A failure of a run fed one step per call, named after the first call where it parts: when the first call
+    agrees and a later one does not, the state carried between calls is what differs."""
+    if not ctx.persistent or failure.first_step is None:
+        return failure
+    calls = out.y.shape[time_dim(ctx)]
+    cause = "state-lost-between-calls" if failure.first_step > 0 else failure.cause
+    return CheckFailed(cause, f"call {failure.first_step + 1} of {calls} is the first to part: {failure.message}",
+                       max_abs_err=failure.max_abs_err, max_rel_err=failure.max_rel_err, atol=failure.atol,
+                       rtol=failure.rtol, first_step=failure.first_step)
+
+
 def raise_stored_failure(out: TransformRun) -> None:
     """A transform that records findings for other checks keeps its own failure (e.g. a fullgraph compile)."""
     failure = out.findings.failure

@@ -7,7 +7,7 @@ import torch
 
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
-from .harness import Check, Truth, compare, raise_stored_failure, tie_margin, time_dim, tol
+from .harness import Check, Truth, by_call, compare, raise_stored_failure, tie_margin, time_dim, tol
 
 
 def _forward_against(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
@@ -22,17 +22,6 @@ def _forward_against(ctx: Context, out: TransformRun, truth: Truth, transform: s
     except CheckFailed as failure:
         raise by_call(ctx, out, failure) from None
 
-
-def by_call(ctx: Context, out: TransformRun, failure: CheckFailed) -> CheckFailed:
-    """A failure of a run fed one step per call, named after the first call where it parts: when the first call
-    agrees and a later one does not, the state carried between calls is what differs."""
-    if not ctx.persistent or failure.first_step is None:
-        return failure
-    calls = out.y.shape[time_dim(ctx)]
-    cause = "state-lost-between-calls" if failure.first_step > 0 else failure.cause
-    return CheckFailed(cause, f"call {failure.first_step + 1} of {calls} is the first to part: {failure.message}",
-                       max_abs_err=failure.max_abs_err, max_rel_err=failure.max_rel_err, atol=failure.atol,
-                       rtol=failure.rtol, first_step=failure.first_step)
 
 
 def check_preserves_forward(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:

@@ -8,8 +8,7 @@ import torch
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
 from ..transforms.harness import drive, foreign_tensor, tensor_state
-from .harness import Check, Truth, compare, tie_margin, time_dim, tol
-from .preserve import by_call
+from .harness import Check, Truth, by_call, compare, tie_margin, time_dim, tol
 
 
 def check_copy_independent(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:

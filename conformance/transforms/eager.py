@@ -47,7 +47,7 @@ def returned_state(ctx: Context, module: nn.Module) -> list[str]:
     found: list[str] = []
     try:
         with torch.no_grad():
-            for call, step in enumerate(ctx.input().split(1, dim=ctx.time_dim), start=1):
+            for call, step in enumerate(ctx.steps(), start=1):
                 returned.clear()
                 with stage("forward"):
                     module(step)

@@ -64,6 +64,10 @@ class Context:
         """The time axis of ``example.x`` (None for a spec without one)."""
         return None if self.spec.time_dim is None else self.example.hyper.get("time_dim", self.spec.time_dim)
 
+    def steps(self, x: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        """``x`` (the input by default) as a persistent subject is fed it: one time step per call."""
+        return (self.input() if x is None else x).split(1, dim=self.time_dim)
+
     @property
     def differentiable(self) -> bool:
         return self.spec.differentiable
@@ -164,22 +168,17 @@ def drive(ctx: Context, call: Callable[[torch.Tensor], torch.Tensor], x: torch.T
     time step per call from the reset state (``module``'s reset method, where the transformed module still has it:
     a traced or exported graph has none and starts from the state it was made with), the outputs joined along the
     time axis. A call that returns no tensor fails the stage ``name``."""
-    if not ctx.persistent:
-        with stage(name):
-            y = call(x)
-        if not isinstance(y, torch.Tensor):
-            raise TransformFailed(name, TypeError(f"forward returned {type(y).__name__}, expected a Tensor"))
-        return y
-    reset(ctx, module)
+    if ctx.persistent:
+        reset(ctx, module)
     outputs = []
-    for step in x.split(1, dim=ctx.time_dim):
+    for i, step in enumerate(ctx.steps(x) if ctx.persistent else (x,), start=1):
         with stage(name):
             y = call(step)
         if not isinstance(y, torch.Tensor):
-            raise TransformFailed(name, TypeError(f"call {len(outputs) + 1} returned {type(y).__name__}, expected a "
-                                                  "Tensor"))
+            what = f"call {i}" if ctx.persistent else "forward"
+            raise TransformFailed(name, TypeError(f"{what} returned {type(y).__name__}, expected a Tensor"))
         outputs.append(y)
-    return torch.cat(outputs, dim=ctx.time_dim)
+    return torch.cat(outputs, dim=ctx.time_dim) if ctx.persistent else outputs[0]
 
 
 def reset(ctx: Context, module: nn.Module | None) -> None:

@@ -26,8 +26,7 @@ ORDER = 40
 def example_input(ctx: Context) -> torch.Tensor:
     """What a graph is traced or exported with: the input, or its first time step for a module fed one step per
     call (which then starts the driven sequence from the state its reset leaves, where it can still be reset)."""
-    x = ctx.input()
-    return x.split(1, dim=ctx.time_dim)[0] if ctx.persistent else x
+    return ctx.steps()[0] if ctx.persistent else ctx.input()
 
 
 def other_input(ctx: Context) -> torch.Tensor:
