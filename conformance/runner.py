@@ -178,6 +178,11 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
 
     examples = options["compile_examples"] if transform.compiles else options["max_examples"]
     examples = max(1, round(examples * subject.examples_scale.get(cell.device, 1.0)))
+    # The spec's edge examples come first; a compiling transform (a compile per example) takes the first in place of
+    # one drawn example.
+    edges = spec.edges(**subject.fixed) if spec.edges is not None else []
+    if transform.compiles and edges:
+        edges, examples = edges[:1], max(1, examples - 1)
 
     # hypothesis derives the derandomized seed from this function's source: an edit to cell_property draws other
     # examples in every cell (and can move the recorded results), so per-cell bookkeeping lives outside it.
@@ -201,12 +206,26 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     # Same examples for every check and transform of a subject: outcomes and spec answers are reused.
     cell_property._hypothesis_internal_add_digest = f"{cell.subject}|{cell.device}|{cell.dtype}".encode()
 
+    def judge_edge(edge: Example) -> None:
+        """cell_property's steps for one edge example (kept out of cell_property, whose source seeds the draws)."""
+        example = round_through(edge, dtype)
+        state["example"] = example
+        ctx = Context(subject, spec, example, dtype, device)
+        key = example_key(example)
+        try:
+            outcome = outcome_for(cell, ctx, key)
+        except TransformFailed as failure:
+            raise _StopAtTransformFailure(failure) from failure
+        state["excused"] += check(ctx, outcome, truth_for(cell, ctx, key), cell.transform)
+
     global _UNDONE
     error: BaseException | None = None
     _UNDONE = undone = []
     with _compile_settings(transform.compiles):
         try:
             with time_limit(timeout_s), stable_draws():
+                for edge in edges:
+                    judge_edge(edge)
                 cell_property()
         except _StopAtTransformFailure as stop:
             error = stop.failure

@@ -61,7 +61,7 @@ import torch
 from reference import _validate
 
 __all__ = [
-    "SURROGATES", "PRIMARY", "SurrogateSpike", "spike", "surrogate_grad",
+    "SURROGATES", "DEFAULT_PARAMS", "PRIMARY", "SurrogateSpike", "spike", "surrogate_grad",
     "heaviside", "heaviside_grad", "straight_through", "straight_through_grad",
     "fast_sigmoid", "fast_sigmoid_grad", "atan", "atan_grad", "sigmoid", "sigmoid_grad",
     "triangular", "triangular_grad", "rectangular", "rectangular_grad",
@@ -152,6 +152,8 @@ _TABLE: dict[str, tuple[Any, dict[str, float]]] = {
 }
 
 SURROGATES: tuple[str, ...] = tuple(_TABLE)
+#: The default parameters of each surrogate (those of the library it matches).
+DEFAULT_PARAMS: dict[str, dict[str, float]] = {name: dict(params) for name, (_, params) in _TABLE.items()}
 
 #: The parameter a neuron spec's ``surrogate_alpha`` sets for each surrogate (``None``: the surrogate has none).
 PRIMARY: dict[str, str | None] = {

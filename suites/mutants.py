@@ -76,6 +76,36 @@ class WrongSurrogateSlope(nn.Module):
         return surrogate.fast_sigmoid(x, **self.hyper)
 
 
+class _PassesFarInputs(torch.autograd.Function):
+    """fast_sigmoid's spike whose gradient is right for |x| <= 10 and 1 (straight through) beyond it."""
+
+    @staticmethod
+    def forward(x, alpha):
+        return (x > 0).to(x.dtype)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.alpha = inputs[1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        right = surrogate.fast_sigmoid_grad(x, alpha=ctx.alpha)
+        return grad * torch.where(x.abs() > 10, torch.ones_like(x), right), None
+
+
+class WrongFarFromThreshold(nn.Module):
+    """A defect no draw in [-3, 3] reaches: only the edge examples (|x| up to 1e4) show it."""
+
+    def __init__(self, hyper):
+        super().__init__()
+        self.alpha = hyper["alpha"]
+
+    def forward(self, x):
+        return _PassesFarInputs.apply(x, self.alpha)
+
+
 class _OldStyleSign(torch.autograd.Function):
     """A custom Function written the pre-2.0 way: forward(ctx, ...) and no setup_context (as bitorch's,
     hpi-xnor/bitorch#4)."""
@@ -429,6 +459,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "eager", "forward_matches_spec", "forward-mismatch", "reset from the current instead of the previous step"),
     Mutant(_subject("wrong_surrogate_slope", "surrogate.fast_sigmoid", lambda ex: WrongSurrogateSlope(ex.hyper)),
            "eager", "grad_matches_spec", "grad-mismatch", "surrogate slope halved"),
+    Mutant(_subject("wrong_far_from_threshold", "surrogate.fast_sigmoid",
+                    lambda ex: WrongFarFromThreshold(ex.hyper), fixed={"strict": True}),
+           "eager", "grad_matches_spec", "grad-mismatch", "surrogate gradient wrong only for |x| > 10"),
     Mutant(_subject("no_setup_context", "quant.sign_ste", lambda ex: NoSetupContext(), fixed=_SIGN),
            "grad", "preserves_grad", "autograd-function-without-setup_context",
            "autograd.Function without setup_context under torch.func.grad"),

@@ -177,3 +177,14 @@ def test_a_persistent_subject_is_fed_one_step_per_call_and_reset_between_sequenc
     calls.clear()
     drive(dataclasses.replace(ctx, persistent=False), module, ctx.input(), module)
     assert calls == [tuple(example.x.shape)]
+
+
+def test_a_defect_far_from_the_threshold_is_found_by_the_edge_examples(monkeypatch):
+    """The random draws (x in [-3, 3]) never reach |x| > 10: without the spec's edge examples the mutant passes."""
+    import dataclasses
+
+    cell = Cell("mutant.wrong_far_from_threshold", "eager", "grad_matches_spec", "cpu", "float32")
+    assert run_cell(cell).outcome == "fail"
+    spec = registry.specs()["surrogate.fast_sigmoid"]
+    monkeypatch.setitem(registry.specs(), spec.id, dataclasses.replace(spec, edges=None))
+    assert run_cell(cell).outcome == "pass"

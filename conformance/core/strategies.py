@@ -11,6 +11,7 @@ cast copy. Shapes are small on purpose: conformance needs coverage of convention
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Iterator, Mapping, Sequence
 
 import torch
@@ -29,6 +30,22 @@ def value_or_strategy(value: Any) -> SearchStrategy:
 def hyper(fixed: Mapping[str, Any], name: str, default: SearchStrategy) -> SearchStrategy:
     """The strategy for hyperparameter ``name``: the subject's fixed value/strategy if given, else ``default``."""
     return value_or_strategy(fixed[name]) if name in fixed else default
+
+
+@functools.lru_cache(maxsize=None)
+def _simplest(strategy: SearchStrategy) -> Any:
+    from hypothesis import find, settings
+
+    return find(strategy, lambda _: True, settings=settings(database=None, derandomize=True))
+
+
+def edge_hyper(fixed: Mapping[str, Any], name: str, default: Any) -> Any:
+    """Hyperparameter ``name`` of an edge example: the subject's fixed value, the simplest value of its fixed
+    strategy, else ``default`` (a plain value)."""
+    if name not in fixed:
+        return default
+    value = fixed[name]
+    return _simplest(value) if isinstance(value, SearchStrategy) else value
 
 
 def check_fixed(fixed: Mapping[str, Any], allowed: Sequence[str], spec_id: str) -> None:

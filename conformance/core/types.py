@@ -59,6 +59,10 @@ class Spec:
     batch_dim:     the axis that vmap and per-sample gradients map over.
     output_dtype:  ``None`` when the output dtype follows the input's, else the fixed output dtype.
     differentiable: False when the spec has no gradient (e.g. bit packing).
+    edges:         optional ``edges(**fixed) -> list[Example]``: fixed examples over the edges of the spec's domain
+                   (values exactly on its decision points, large magnitudes, extreme hyperparameters), checked in
+                   every cell before the drawn ones, so that a cell's evidence is not only what a few random draws
+                   reached. A fixed value is used as given; a fixed strategy gives its simplest value.
     """
 
     id: str
@@ -70,6 +74,7 @@ class Spec:
     output_dtype: torch.dtype | None = None
     differentiable: bool = True
     doc: str = ""
+    edges: Callable[..., list[Example]] | None = None
 
     @property
     def family(self) -> str:

@@ -71,6 +71,33 @@ def surrogate_examples(name: str, **fixed: Any) -> st.SearchStrategy[Example]:
     return draw_example()
 
 
+#: Steep slopes and narrow windows, still valid: the second parameter set of the edge examples.
+_SURROGATE_EXTREMES: dict[str, dict[str, float]] = {
+    "fast_sigmoid": {"alpha": 100.0}, "atan": {"alpha": 100.0}, "sigmoid": {"alpha": 100.0},
+    "triangular": {"alpha": 10.0}, "rectangular": {"alpha": 8.0}, "piecewise_quadratic": {"alpha": 8.0},
+    "spike_rate_escape": {"alpha": 100.0, "beta": 10.0}, "single_exponential": {"width": 0.0625, "scale": 4.0},
+    "multi_gaussian": {"mu": 0.5, "sigma": 0.0625, "h": 0.5, "s": 8.0, "scale": 4.0},
+}
+#: x of the edge examples: the threshold itself (0 and -0), the windows and kinks of the default and extreme
+#: parameters (+-0.0625, 0.125, 0.5, 1), and magnitudes up to 1e4 (a surrogate is defined for any finite input).
+#: All but 1e4 are exact in bfloat16, so every dtype sees the same point.
+SURROGATE_EDGE_X = (0.0, -0.0, *(sign * v for v in (2.0 ** -10, 0.0625, 0.125, 0.5, 1.0, 2.0, 10.0, 100.0, 1e4)
+                                 for sign in (1.0, -1.0)))
+
+
+def surrogate_edges(name: str, **fixed: Any) -> list[Example]:
+    """Edge examples for ``surrogate.<name>``: every value of ``SURROGATE_EDGE_X`` (batch of 2), once with the
+    library defaults (strict) and once with extreme parameters (not strict); fixed hyperparameters as fixed."""
+    x = torch.tensor(SURROGATE_EDGE_X, dtype=torch.float64).reshape(2, -1)
+    examples = []
+    for params, strict in ((S.DEFAULT_PARAMS[name], True), (_SURROGATE_EXTREMES.get(name, {}), False)):
+        hyper = {key: cs.edge_hyper(fixed, key, params.get(key, S.DEFAULT_PARAMS[name][key]))
+                 for key in _SURROGATE_PARAMS[name]}
+        hyper["strict"] = cs.edge_hyper(fixed, "strict", strict)
+        examples.append(Example(x.clone(), {}, hyper))
+    return examples
+
+
 def surrogate_margin(example: Example) -> torch.Tensor:
     """The spike decision is ``x > 0`` (or ``>=``): the margin is ``x`` itself."""
     return example.x
@@ -231,7 +258,8 @@ def neuron_margin(trace: Callable, example: Example) -> torch.Tensor:
 def _surrogate_spec(name: str) -> Spec:
     fn = getattr(S, name)
     return Spec(id=f"surrogate.{name}", fn=fn, examples=functools.partial(surrogate_examples, name),
-                margin=surrogate_margin, time_dim=None, batch_dim=0, doc=(fn.__doc__ or "").strip().splitlines()[0])
+                margin=surrogate_margin, time_dim=None, batch_dim=0, doc=(fn.__doc__ or "").strip().splitlines()[0],
+                edges=functools.partial(surrogate_edges, name))
 
 
 def _neuron_spec(name: str) -> Spec:

@@ -87,6 +87,32 @@ def test_jvp_equals_closed_form_times_tangent(name, data):
     torch.testing.assert_close(out_tangent, _closed(name, example.x, dict(example.hyper))[1] * tangent)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_edge_examples_cover_the_domain_and_match_closed_form(name):
+    """The edge examples (checked first in every cell) hold the threshold itself, kinks and |x| up to 1e4, with the
+    library defaults and with extreme parameters; the spec matches the closed form on them, finite in every dtype."""
+    examples = SURROGATE_SPECS[name].edges()
+    assert len(examples) == 2 and {e.hyper["strict"] for e in examples} == {True, False}
+    assert {k for k in examples[0].hyper if k != "strict"} == set(S.DEFAULT_PARAMS[name])
+    for example in examples:
+        values = example.x.flatten().tolist()
+        assert 0.0 in values and max(map(abs, values)) >= 1e4 and example.x.shape[0] == 2
+        x = example.x.clone().requires_grad_()
+        (grad,) = torch.autograd.grad(SURROGATE_SPECS[name].fn(x, **example.hyper).sum(), x)
+        torch.testing.assert_close(grad, _closed(name, example.x, dict(example.hyper))[1])
+        for dtype in (torch.float32, torch.bfloat16):
+            x = example.x.to(dtype).requires_grad_()
+            (grad,) = torch.autograd.grad(SURROGATE_SPECS[name].fn(x, **example.hyper).sum(), x)
+            assert torch.isfinite(grad).all(), (name, dtype, example.hyper)
+
+
+def test_edge_examples_keep_what_a_subject_fixes():
+    from hypothesis import strategies as st
+
+    fixed = SURROGATE_SPECS["atan"].edges(strict=True, alpha=st.floats(3.0, 4.0))
+    assert [e.hyper for e in fixed] == [{"alpha": 3.0, "strict": True}] * 2
+
+
 def test_atan_and_sigmoid_at_zero_match_library_defaults():
     zero = torch.zeros(1, dtype=torch.float64, requires_grad=True)
     for fn, kwargs, expected in [(S.atan, {"alpha": 2.0}, 1.0), (S.sigmoid, {"alpha": 4.0}, 1.0),
