@@ -60,6 +60,21 @@ class WrongBitOrder(nn.Module):
         return packing.pack_signs(x, **self.hyper)
 
 
+class WrongPastFirstWord(nn.Module):
+    """Packs the first word of a row right and every later one shifted by a bit (an offset slip after the first
+    word): only rows longer than one word show it."""
+
+    def __init__(self, hyper):
+        super().__init__()
+        self.hyper = dict(hyper)
+
+    def forward(self, x):
+        words = packing.pack_signs(x, **self.hyper)
+        dim = self.hyper["dim"] % words.dim()
+        later = torch.arange(words.shape[dim]).reshape([-1 if d == dim else 1 for d in range(words.dim())]) > 0
+        return torch.where(later, words << 1, words)
+
+
 def reset_from_current_step(example: Example) -> nn.Module:
     """Leaky neuron that resets from the current step's spike instead of the previous one (reset order)."""
     return SpecModule(neurons.leaky, example.params, dict(example.hyper, reset_delay=not example.hyper["reset_delay"]))
@@ -454,6 +469,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("wrong_bit_order", "packing.pack_signs", lambda ex: WrongBitOrder(ex.hyper),
                     fixed={"bit_order": "lsb"}),
            "eager", "forward_matches_spec", "forward-mismatch", "MSB-first packing where LSB-first is spec'd"),
+    Mutant(_subject("wrong_past_first_word", "packing.pack_signs", lambda ex: WrongPastFirstWord(ex.hyper),
+                    fixed={"word_bits": 32}),
+           "eager", "forward_matches_spec", "forward-mismatch", "words after the first of a row packed a bit off"),
     Mutant(_subject("reset_order", "neuron.leaky", reset_from_current_step, fixed=dict(_LEAKY),
                     param_map={"beta": "beta", "threshold": "threshold"}),
            "eager", "forward_matches_spec", "forward-mismatch", "reset from the current instead of the previous step"),

@@ -179,12 +179,15 @@ def test_a_persistent_subject_is_fed_one_step_per_call_and_reset_between_sequenc
     assert calls == [tuple(example.x.shape)]
 
 
-def test_a_defect_far_from_the_threshold_is_found_by_the_edge_examples(monkeypatch):
-    """The random draws (x in [-3, 3]) never reach |x| > 10: without the spec's edge examples the mutant passes."""
+@pytest.mark.parametrize("mutant, check", [("wrong_far_from_threshold", "grad_matches_spec"),
+                                           ("wrong_past_first_word", "forward_matches_spec")])
+def test_the_edge_examples_find_what_the_draws_never_reach(mutant, check, monkeypatch):
+    """The draws stay within x in [-3, 3] and within one 32-bit word: without the spec's edge examples (|x| up to
+    1e4, rows of 2-3 words) these mutants pass."""
     import dataclasses
 
-    cell = Cell("mutant.wrong_far_from_threshold", "eager", "grad_matches_spec", "cpu", "float32")
+    cell = Cell(f"mutant.{mutant}", "eager", check, "cpu", "float32")
     assert run_cell(cell).outcome == "fail"
-    spec = registry.specs()["surrogate.fast_sigmoid"]
+    spec = registry.specs()[registry.subjects()[cell.subject].spec]
     monkeypatch.setitem(registry.specs(), spec.id, dataclasses.replace(spec, edges=None))
     assert run_cell(cell).outcome == "pass"

@@ -312,6 +312,52 @@ def binary_matmul_examples(**fixed):
     return draw_example()
 
 
+def _seeded(shape: tuple, salt: int) -> torch.Tensor:
+    """A fixed float64 tensor for an edge example (the same on every machine)."""
+    return torch.randn(shape, generator=torch.Generator().manual_seed(20261205 + salt), dtype=torch.float64)
+
+
+def _edge_lengths(word_bits: int, pad) -> tuple[int, int]:
+    """Sizes along the packed axis: past two word boundaries with a tail (when padding is allowed), and exactly
+    three words."""
+    return (2 * word_bits + 5 if pad is not None else 2 * word_bits), 3 * word_bits
+
+
+def pack_signs_edges(**fixed) -> list[Example]:
+    """Rows that cross word boundaries (a packer right only within the first word fails here), both bit orders
+    and both paddings, along the last and the middle axis, unless the subject fixes them."""
+    word_bits = S.edge_hyper(fixed, "word_bits", 32)
+    examples = []
+    for i, (bit_order, pad, dim) in enumerate(((packing.BIT_ORDERS[0], -1.0, -1), (packing.BIT_ORDERS[1], 1.0, -2))):
+        hyper = dict(dim=S.edge_hyper(fixed, "dim", dim), word_bits=word_bits,
+                     bit_order=S.edge_hyper(fixed, "bit_order", bit_order), pad=S.edge_hyper(fixed, "pad", pad))
+        length = _edge_lengths(word_bits, hyper["pad"])[i]
+        batch = S.edge_hyper(fixed, "batch", 2)
+        shape = (batch, 2, length) if hyper["dim"] == -1 else (batch, length, 2)
+        examples.append(Example(torch.where(_seeded(shape, i) > 0, 1.0, -1.0).to(torch.float64), {}, hyper))
+    return examples
+
+
+def binary_matmul_edges(**fixed) -> list[Example]:
+    """K past two word boundaries with a tail, and exactly three words; inputs with exact zeros (the zero_value
+    convention) and magnitudes from 1e-3 to 1e4, both zero_values and bit orders unless fixed."""
+    word_bits = S.edge_hyper(fixed, "word_bits", 32)
+    examples = []
+    for i, (zero_value, bit_order) in enumerate(((1.0, packing.BIT_ORDERS[0]), (-1.0, packing.BIT_ORDERS[1]))):
+        k = _edge_lengths(word_bits, 1.0)[i]
+        batch = S.edge_hyper(fixed, "batch", 2)
+        shape = (batch, k) if i == 0 else (batch, 2, k)
+        scale = 10.0 ** torch.arange(-3, 5, dtype=torch.float64).repeat(k)[:k]
+        x = _seeded(shape, 10 + i) * scale
+        w = _seeded((3, k), 20 + i) * scale
+        x.flatten()[::7] = 0.0
+        w.flatten()[::5] = 0.0
+        hyper = dict(zero_value=S.edge_hyper(fixed, "zero_value", zero_value), word_bits=word_bits,
+                     bit_order=S.edge_hyper(fixed, "bit_order", bit_order))
+        examples.append(Example(x, {"w": w}, hyper))
+    return examples
+
+
 # ----------------------------------------------------------------------------------------------- layers
 
 _LAYER_HYPER = ("input_quant", "threshold", "zero_value", "weight_scaling")
@@ -478,9 +524,9 @@ SPECS = (
          doc="TWN ternary. " + _PER_TENSOR + " Margin: |x| - delta."),
     Spec(id="packing.pack_signs", fn=packing.pack_signs, examples=pack_signs_examples, differentiable=False,
          doc="Output dtype is int8/16/32/64 by word_bits (signed words), not the input's: compare against "
-             "the reference output's dtype."),
+             "the reference output's dtype.", edges=pack_signs_edges),
     Spec(id="packing.binary_matmul", fn=packing.binary_matmul, examples=binary_matmul_examples,
-         doc="sign(x) @ sign(w).T through packing + XNOR-popcount; identity STE gradient."),
+         doc="sign(x) @ sign(w).T through packing + XNOR-popcount; identity STE gradient.", edges=binary_matmul_edges),
     Spec(id="layer.binary_linear", fn=binary.binary_linear, examples=binary_linear_examples,
          doc="Linear on binarized input and weight; STE gradients."),
     Spec(id="layer.binary_conv2d", fn=binary.binary_conv2d, examples=binary_conv2d_examples,

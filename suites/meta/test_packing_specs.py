@@ -112,3 +112,25 @@ BAD_CALLS = [
 def test_bad_parameter_raises_value_error_naming_it(name, call):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+@pytest.mark.parametrize("word_bits", [8, 16, 32, 64])
+def test_edge_examples_cross_word_boundaries_and_match_by_hand(word_bits):
+    """The packing specs' edge examples (checked first in every cell) span 2-3 words, with and without a tail, in
+    both bit orders and paddings; the spec matches the words computed by hand and the float product on them."""
+    from conformance.specs.quant import binary_matmul_edges, pack_signs_edges
+
+    examples = pack_signs_edges(word_bits=word_bits)
+    assert {e.hyper["bit_order"] for e in examples} == {"lsb", "msb"} and {e.hyper["pad"] for e in examples} == {-1, 1}
+    lengths = [e.x.shape[e.hyper["dim"]] for e in examples]
+    assert lengths == [2 * word_bits + 5, 3 * word_bits]
+    for e in examples:
+        rows = e.x.movedim(e.hyper["dim"], -1).reshape(-1, e.x.shape[e.hyper["dim"]]).tolist()
+        packed = packing.pack_signs(e.x, **e.hyper).movedim(e.hyper["dim"], -1)
+        assert packed.reshape(len(rows), -1).tolist() == [
+            words_by_hand(r, word_bits, e.hyper["bit_order"], e.hyper["pad"]) for r in rows]
+    for e in binary_matmul_edges(word_bits=word_bits):
+        assert e.x.shape[-1] > word_bits and (e.x == 0).any() and e.x.abs().max() >= 1e4
+        zero = e.hyper["zero_value"]
+        signs = lambda t: torch.where(t == 0, zero, torch.sign(t))  # noqa: E731
+        assert torch.equal(packing.binary_matmul(e.x, e.params["w"], **e.hyper), signs(e.x) @ signs(e.params["w"]).T)
