@@ -87,6 +87,31 @@ def _sign_examples(fn):
     return examples
 
 
+#: x of the sign family's edge examples: 0 and -0 (the zero_value convention), the clip and window edges
+#: (0.5, 1, 2: the thresholds drawn), and magnitudes to 1e4; all but 1e4 exact in bfloat16.
+SIGN_EDGE_X = (0.0, -0.0, *(sign * v for v in (2.0 ** -10, 0.5, 1.0, 2.0, 10.0, 1e4) for sign in (1.0, -1.0)))
+
+
+def _sign_edges(fn):
+    spec_id, extra = _SIGN_IDS[fn]
+    # per edge example: zero_value, then the defaults of the family's own hyperparameters
+    settings = ((quant.ZERO_VALUES[-1], dict(threshold=1.0, inclusive=True, beta=5.0)),
+                (quant.ZERO_VALUES[0], dict(threshold=0.5, inclusive=False, beta=10.0)))
+
+    def edges(**fixed) -> list[Example]:
+        values = torch.tensor(SIGN_EDGE_X, dtype=torch.float64)
+        x = torch.stack([values.roll(i) for i in range(S.edge_hyper(fixed, "batch", 2))])
+        examples = []
+        for zero_value, own in settings:
+            hyper = {"zero_value": S.edge_hyper(fixed, "zero_value", zero_value)}
+            hyper.update({name: S.edge_hyper(fixed, name, own[name]) for name in extra})
+            examples.append(Example(x.clone(), {}, hyper))
+        return examples
+
+    edges.__name__ = f"edges_{fn.__name__}"
+    return edges
+
+
 # ----------------------------------------------------------------------------------------------- weights
 
 def binarize_weight_examples(**fixed):
@@ -494,15 +519,15 @@ def bie_binary_conv2d_examples(**fixed):
 _PER_TENSOR = "Statistics span all of x (dim 0 included): examples draw a batch of one so per-sample == batch."
 
 SPECS = (
-    Spec(id="quant.sign_ste", fn=quant.sign_ste, examples=_sign_examples(quant.sign_ste), margin=_x_margin,
+    Spec(id="quant.sign_ste", fn=quant.sign_ste, examples=_sign_examples(quant.sign_ste), edges=_sign_edges(quant.sign_ste), margin=_x_margin,
          doc="sign with sign(0)=zero_value; identity STE. Margin: x."),
-    Spec(id="quant.sign_clipped_ste", fn=quant.sign_clipped_ste, examples=_sign_examples(quant.sign_clipped_ste),
+    Spec(id="quant.sign_clipped_ste", fn=quant.sign_clipped_ste, examples=_sign_examples(quant.sign_clipped_ste), edges=_sign_edges(quant.sign_clipped_ste),
          margin=_x_margin, doc="sign; gradient 1[|x| <= t] (inclusive) or 1[|x| < t]; t None/0 disables. Margin: x."),
-    Spec(id="quant.approx_sign", fn=quant.approx_sign, examples=_sign_examples(quant.approx_sign), margin=_x_margin,
+    Spec(id="quant.approx_sign", fn=quant.approx_sign, examples=_sign_examples(quant.approx_sign), edges=_sign_edges(quant.approx_sign), margin=_x_margin,
          doc="sign; Bi-Real ApproxSign gradient (2 - 2|x|) on |x| <= 1. Margin: x."),
-    Spec(id="quant.swish_sign", fn=quant.swish_sign, examples=_sign_examples(quant.swish_sign), margin=_x_margin,
+    Spec(id="quant.swish_sign", fn=quant.swish_sign, examples=_sign_examples(quant.swish_sign), edges=_sign_edges(quant.swish_sign), margin=_x_margin,
          doc="sign; BNN+ SwishSign gradient with beta. Margin: x."),
-    Spec(id="quant.sign_hardtanh_ste", fn=quant.sign_hardtanh_ste, examples=_sign_examples(quant.sign_hardtanh_ste),
+    Spec(id="quant.sign_hardtanh_ste", fn=quant.sign_hardtanh_ste, examples=_sign_examples(quant.sign_hardtanh_ste), edges=_sign_edges(quant.sign_hardtanh_ste),
          margin=_x_margin, doc="sign; hardtanh's gradient 1[-1 < x < 1] (open). Margin: x."),
     Spec(id="quant.binarize_weight", fn=quant.binarize_weight, examples=binarize_weight_examples, margin=_x_margin,
          doc="a * sign(w), a none / mean|w| per tensor / per output channel (dim 0). scaling='tensor' is a "

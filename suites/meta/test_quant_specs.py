@@ -502,3 +502,22 @@ def test_spec_compiles_fullgraph_and_exports(spec, data):
             torch.testing.assert_close(c, e, equal_nan=True)
     exported = torch.export.export(module, (example.x,))
     torch.testing.assert_close(exported.module()(example.x), module(example.x).detach(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("spec_id", ["quant.sign_ste", "quant.sign_clipped_ste", "quant.approx_sign",
+                                     "quant.swish_sign", "quant.sign_hardtanh_ste"])
+def test_sign_edge_examples_hold_zero_the_clip_edges_and_large_values(spec_id):
+    """The sign family's edge examples (checked first in every cell): 0 and -0 under both zero_values, the clip
+    edges exactly (inclusive and not), |x| to 1e4; the spec is finite there in every dtype and sign(0) = zero_value."""
+    spec = next(s for s in SPECS if s.id == spec_id)
+    examples = spec.edges()
+    assert {e.hyper["zero_value"] for e in examples} == {1.0, -1.0}
+    for e in examples:
+        values = e.x[0].tolist()
+        assert {0.0, 0.5, 1.0, -1.0, 2.0, 1e4, -1e4} <= set(values) and e.hyper.get("threshold", 1.0) in values
+        for dtype in (torch.float64, torch.float32, torch.bfloat16):
+            x = e.x.to(dtype).requires_grad_()
+            y = spec.fn(x, **e.hyper)
+            (grad,) = torch.autograd.grad(y.sum(), x)
+            assert torch.isfinite(grad).all() and (y[x == 0] == e.hyper["zero_value"]).all(), (spec_id, dtype)
+    assert [e.hyper["zero_value"] for e in spec.edges(zero_value=0.0)] == [0.0, 0.0]
