@@ -164,6 +164,31 @@ def uniform_examples(**fixed):
     return draw_example()
 
 
+def uniform_edges(**fixed) -> list[Example]:
+    """Every rounding tie exactly ((level + 0.5) * scale, exact in bfloat16 for power-of-two scales), every level,
+    the clip edges and two levels beyond them, 0, -0 and |x| = 1e4; per tensor (unless a subject fixes channels),
+    with two settings of scale/zero point/range and rounding mode, each kept where a subject fixes it."""
+    examples = []
+    for i, (scale, zero_point, narrow) in enumerate(((0.25, 0, False), (0.5, 1, True))):
+        bits = S.edge_hyper(fixed, "bits", 3)
+        signed = S.edge_hyper(fixed, "signed", True)
+        narrow = S.edge_hyper(fixed, "narrow_range", narrow)
+        qmin, qmax = quant._integer_range(bits, signed, narrow)
+        hyper = dict(scale=S.edge_hyper(fixed, "scale", scale),
+                     zero_point=S.edge_hyper(fixed, "zero_point", min(max(zero_point, qmin), qmax)), bits=bits,
+                     signed=signed, narrow_range=narrow,
+                     rounding=S.edge_hyper(fixed, "rounding", quant.ROUNDING_MODES[i % len(quant.ROUNDING_MODES)]),
+                     channel_dim=S.edge_hyper(fixed, "channel_dim", None))
+        if hyper["channel_dim"] is not None or isinstance(hyper["scale"], tuple):
+            continue  # per-channel subjects: the drawn examples only
+        levels = torch.arange(qmin - 2, qmax + 3, dtype=torch.float64) - hyper["zero_point"]
+        values = torch.cat([(levels + 0.5) * hyper["scale"], levels * hyper["scale"],
+                            torch.tensor([0.0, -0.0, 1e4, -1e4], dtype=torch.float64)])
+        batch = S.edge_hyper(fixed, "batch", 2)
+        examples.append(Example(torch.stack([values.roll(j) for j in range(batch)]), {}, hyper))
+    return examples
+
+
 def uniform_margin(example: Example) -> torch.Tensor:
     h = example.hyper
     s = quant._per_channel(example.x, "scale", h["scale"], h["channel_dim"], kind=float)
@@ -532,7 +557,7 @@ SPECS = (
     Spec(id="quant.binarize_weight", fn=quant.binarize_weight, examples=binarize_weight_examples, margin=_x_margin,
          doc="a * sign(w), a none / mean|w| per tensor / per output channel (dim 0). scaling='tensor' is a "
              "statistic over dim 0: its examples draw a batch of one. Margin: x."),
-    Spec(id="quant.uniform", fn=quant.uniform_quantize, examples=uniform_examples, margin=uniform_margin,
+    Spec(id="quant.uniform", fn=quant.uniform_quantize, examples=uniform_examples, margin=uniform_margin, edges=uniform_edges,
          doc="k-bit fake quantization, round-then-add-zero-point, STE 1 inside the integer range. "
              "Margin: distance of x to the nearest rounding edge, in units of x."),
     Spec(id="quant.dorefa_weight", fn=quant.dorefa_weight, examples=dorefa_weight_examples,

@@ -521,3 +521,22 @@ def test_sign_edge_examples_hold_zero_the_clip_edges_and_large_values(spec_id):
             (grad,) = torch.autograd.grad(y.sum(), x)
             assert torch.isfinite(grad).all() and (y[x == 0] == e.hyper["zero_value"]).all(), (spec_id, dtype)
     assert [e.hyper["zero_value"] for e in spec.edges(zero_value=0.0)] == [0.0, 0.0]
+
+
+def test_uniform_edge_examples_put_every_tie_and_clip_edge_exactly():
+    """quant.uniform's edge examples hold every rounding tie, level and clip edge exactly; the spec rounds each tie
+    by its mode (computed here with Python integers) and clips."""
+    spec = next(s for s in SPECS if s.id == "quant.uniform")
+    examples = spec.edges()
+    assert {e.hyper["rounding"] for e in examples} == {"half_even", "half_up"}
+    by_mode = {"half_even": round, "half_up": lambda v: math.floor(v + 0.5),
+               "half_away": lambda v: math.copysign(math.floor(abs(v) + 0.5), v)}
+    for e in examples:
+        h = e.hyper
+        qmin, qmax = quant._integer_range(h["bits"], h["signed"], h["narrow_range"])
+        y = spec.fn(e.x, **h)
+        for v, got in zip(e.x[0].tolist(), y[0].tolist()):
+            q = min(max(by_mode[h["rounding"]](v / h["scale"] + h["zero_point"]), qmin), qmax)
+            assert got == (q - h["zero_point"]) * h["scale"], (v, got, h)
+        ties = [v / h["scale"] + h["zero_point"] for v in e.x[0].tolist()]
+        assert {qmin - 0.5, qmax + 0.5, qmin + 0.5} <= set(ties)
