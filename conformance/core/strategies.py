@@ -33,19 +33,43 @@ def hyper(fixed: Mapping[str, Any], name: str, default: SearchStrategy) -> Searc
 
 
 @functools.lru_cache(maxsize=None)
-def _simplest(strategy: SearchStrategy) -> Any:
+def _simplest(strategy: SearchStrategy, prefer: Any) -> Any:
     from hypothesis import find, settings
+    from hypothesis.errors import NoSuchExample, Unsatisfiable
 
-    return find(strategy, lambda _: True, settings=settings(database=None, derandomize=True))
+    quiet = settings(database=None, derandomize=True)
+    try:
+        return find(strategy, prefer, settings=quiet)
+    except (NoSuchExample, Unsatisfiable):
+        return find(strategy, lambda _: True, settings=quiet)
 
 
-def edge_hyper(fixed: Mapping[str, Any], name: str, default: Any) -> Any:
-    """Hyperparameter ``name`` of an edge example: the subject's fixed value, the simplest value of its fixed
-    strategy, else ``default`` (a plain value)."""
+class _Equals:
+    """``value == default``, hashable (so the search is cached per strategy and default)."""
+
+    def __init__(self, default: Any):
+        self.default = default
+
+    def __call__(self, value: Any) -> bool:
+        return value == self.default
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Equals) and type(other.default) is type(self.default) and other.default == self.default
+
+    def __hash__(self) -> int:
+        return hash((type(self.default), self.default))
+
+
+def edge_hyper(fixed: Mapping[str, Any], name: str, default: Any, prefer: Any = None) -> Any:
+    """Hyperparameter ``name`` of an edge example: the subject's fixed value; for a fixed strategy, the simplest of
+    its values that ``prefer`` accepts (by default: ``default`` itself), else its simplest value; ``default`` (a plain
+    value) when the subject fixes nothing."""
     if name not in fixed:
         return default
     value = fixed[name]
-    return _simplest(value) if isinstance(value, SearchStrategy) else value
+    if not isinstance(value, SearchStrategy):
+        return value
+    return _simplest(value, prefer if prefer is not None else _Equals(default))
 
 
 def check_fixed(fixed: Mapping[str, Any], allowed: Sequence[str], spec_id: str) -> None:

@@ -471,6 +471,57 @@ def binary_linear_examples(**fixed):
     return draw_example()
 
 
+def _beyond_one_word(value: int) -> bool:
+    return value > 32
+
+
+
+def _with_edges(t: torch.Tensor, hyper: dict) -> torch.Tensor:
+    """``t`` with exact decision points put in (0, +-1, +-threshold) and, where the input is binarized, magnitudes
+    of 1e4. An input the layer does not binarize is rounded to quarters: its sums with +-1 weights are then exact in
+    float32, so a wide layer is not judged on float32 summation against the float64 spec."""
+    flat = t.flatten().clone()
+    if hyper["input_quant"] == "none":
+        flat = (flat * 4).round() / 4
+    flat[::5] = 0.0
+    t_abs = hyper["threshold"] or 0.5
+    values = (1.0, -1.0, t_abs, -t_abs) + ((1e4, -1e4) if hyper["input_quant"] != "none" else ())
+    for start, value in enumerate(values):
+        flat[1 + start::11] = value
+    return flat.reshape(t.shape)
+
+
+#: The two settings of the binary layers' edge examples (each kept where a subject fixes it).
+_LAYER_EDGE_SETTINGS = (dict(input_quant="clipped_ste", threshold=1.0, zero_value=1.0, weight_scaling="none",
+                             bias=True),
+                        dict(input_quant="ste", threshold=0.5, zero_value=-1.0, weight_scaling="channel", bias=False))
+
+
+def _layer_edge_hyper(fixed, setting: dict) -> dict:
+    return {name: S.edge_hyper(fixed, name, setting[name]) for name in _LAYER_HYPER}
+
+
+def binary_linear_edges(**fixed) -> list[Example]:
+    """K past two 32-bit words with a tail (69) and exactly three (96), N of 33 and 5 (a subject that fixes them
+    keeps its own, past one word where it allows); inputs with 0, +-1, +-threshold exactly and |x| = 1e4 (where
+    binarized), weights with exact zeros (the zero_value convention)."""
+    examples = []
+    for i, setting in enumerate(_LAYER_EDGE_SETTINGS):
+        hyper = _layer_edge_hyper(fixed, setting)
+        k = S.edge_hyper(fixed, "in_features", (69, 96)[i], prefer=_beyond_one_word)
+        n = S.edge_hyper(fixed, "out_features", (33, 5)[i])
+        inner = S.edge_hyper(fixed, "inner_dim", bool(i))
+        shape = (S.edge_hyper(fixed, "batch", 2),) + ((2,) if inner else ()) + (k,)
+        x = _with_edges(_seeded(shape, 30 + i) * 4.0, hyper)
+        weight = _seeded((n, k), 40 + i)
+        weight.flatten()[::13] = 0.0
+        params = {"weight": weight}
+        if S.edge_hyper(fixed, "bias", setting["bias"]):
+            params["bias"] = _seeded((n,), 50 + i)
+        examples.append(Example(x, params, hyper))
+    return examples
+
+
 def binary_conv2d_examples(**fixed):
     """``in_channels`` and ``size`` are shape keys, not arguments of the spec: a layer that packs channels into 32-bit
     words fixes ``in_channels`` to multiples of 32 (a multiple of ``groups``; its tensors are then drawn from a seed,
@@ -510,6 +561,33 @@ def binary_conv2d_examples(**fixed):
         return Example(x, params, hyper)
 
     return draw_example()
+
+
+def binary_conv2d_edges(**fixed) -> list[Example]:
+    """Input channels past two 32-bit words with a tail (69) and exactly three (96) (a subject that fixes them keeps
+    its own, past one word where it allows), a 3x3 kernel over a 4x4 input with padding (the pad_value convention at
+    every border), stride 1 and 2, one and two groups; inputs and weights as the linear layer's edges."""
+    examples = []
+    for i, setting in enumerate(_LAYER_EDGE_SETTINGS):
+        hyper = _layer_edge_hyper(fixed, setting)
+        geometry = dict(stride=i + 1, padding=1, dilation=1, groups=i + 1)
+        hyper.update({name: S.edge_hyper(fixed, name, value) for name, value in geometry.items()})
+        hyper["pad_value"] = S.edge_hyper(fixed, "pad_value", binary.PAD_VALUES[1 + i])
+        groups = hyper["groups"]
+        cin = S.edge_hyper(fixed, "in_channels", (69, 96)[i], prefer=_beyond_one_word)
+        if cin % groups:
+            continue
+        cout = groups * (3, 2)[i]
+        side = S.edge_hyper(fixed, "size", 4)
+        side = max(side, 3 - 2 * hyper["padding"], 1)
+        x = _with_edges(_seeded((S.edge_hyper(fixed, "batch", 2), cin, side, side), 60 + i) * 4.0, hyper)
+        weight = _seeded((cout, cin // groups, 3, 3), 70 + i)
+        weight.flatten()[::13] = 0.0
+        params = {"weight": weight}
+        if S.edge_hyper(fixed, "bias", setting["bias"]):
+            params["bias"] = _seeded((cout,), 80 + i)
+        examples.append(Example(x, params, hyper))
+    return examples
 
 
 def bie_binary_conv2d_examples(**fixed):
@@ -578,9 +656,10 @@ SPECS = (
     Spec(id="packing.binary_matmul", fn=packing.binary_matmul, examples=binary_matmul_examples,
          doc="sign(x) @ sign(w).T through packing + XNOR-popcount; identity STE gradient.", edges=binary_matmul_edges),
     Spec(id="layer.binary_linear", fn=binary.binary_linear, examples=binary_linear_examples,
-         doc="Linear on binarized input and weight; STE gradients."),
+         doc="Linear on binarized input and weight; STE gradients.", edges=binary_linear_edges),
     Spec(id="layer.binary_conv2d", fn=binary.binary_conv2d, examples=binary_conv2d_examples,
-         doc="Conv2d on binarized input (padded with pad_value after binarizing) and weight; STE gradients."),
+         doc="Conv2d on binarized input (padded with pad_value after binarizing) and weight; STE gradients.",
+         edges=binary_conv2d_edges),
     Spec(id="layer.bie_binary_conv2d", fn=binary.bie_binary_conv2d, examples=bie_binary_conv2d_examples,
          doc="bitorch-engine CUTLASS binary conv, training semantics of its hand-written backward. No jvp. "
              "1/sqrt(numel) and the int8 grad_weight max span the batch: examples draw a batch of one. "

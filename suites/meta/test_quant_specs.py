@@ -540,3 +540,25 @@ def test_uniform_edge_examples_put_every_tie_and_clip_edge_exactly():
             assert got == (q - h["zero_point"]) * h["scale"], (v, got, h)
         ties = [v / h["scale"] + h["zero_point"] for v in e.x[0].tolist()]
         assert {qmin - 0.5, qmax + 0.5, qmin + 0.5} <= set(ties)
+
+
+def test_binary_layer_edge_examples_cross_words_and_hold_the_decision_points():
+    """The binary layers' edge examples: K / input channels past one 32-bit word (69, 96, or the subject's own
+    above 32), exact 0, +-1, +-threshold in the input, 1e4 where the input is binarized (quarters where it is not),
+    exact zeros in the weight; the spec equals the float layer on the binarized operands there."""
+    linear = next(s for s in SPECS if s.id == "layer.binary_linear")
+    conv = next(s for s in SPECS if s.id == "layer.binary_conv2d")
+    assert [e.x.shape[-1] for e in linear.edges()] == [69, 96]
+    assert [e.x.shape[1] for e in conv.edges()] == [69, 96]
+    assert [e.x.shape[-1] for e in linear.edges(in_features=st.sampled_from([32, 64]))] == [64, 64]
+    for spec in (linear, conv):
+        for e in spec.edges() + spec.edges(input_quant="none"):
+            values = set(e.x.flatten().tolist())
+            threshold = e.hyper["threshold"]
+            assert {0.0, 1.0, -1.0, threshold, -threshold} <= values and (e.params["weight"] == 0).any()
+            binarized = e.hyper["input_quant"] != "none"
+            assert (1e4 in values) == binarized
+            assert binarized or all(v * 4 == round(v * 4) for v in values)
+    e = linear.edges(input_quant="none", weight_scaling="none")[0]
+    signs = torch.where(e.params["weight"] == 0, e.hyper["zero_value"], torch.sign(e.params["weight"]))
+    torch.testing.assert_close(linear.fn(e.x, **e.params, **e.hyper), F.linear(e.x, signs, e.params["bias"]))
