@@ -67,7 +67,23 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 # each compile happens once, not once per check. Failures are cached too, as (stage, error).
 _OUTCOMES: "OrderedDict[tuple, TransformRun | TransformFailed]" = OrderedDict()
 _TRUTHS: "OrderedDict[tuple, Truth]" = OrderedDict()
+#: The examples a passing derandomized cell ran, in order, for the other cells that draw the same (run_cell).
+_EXAMPLES: "OrderedDict[tuple, list[Example]]" = OrderedDict()
 _CACHE_SIZE = 64
+
+
+class _CellState(dict):
+    """A cell's bookkeeping (the example being judged, the tie-excused count) that also keeps every example it was
+    given, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(example=None, excused=0)
+        self.examples: list[Example] = []
+
+    def __setitem__(self, key, value) -> None:
+        if key == "example":
+            self.examples.append(value)
+        super().__setitem__(key, value)
 
 
 def example_key(example: Example) -> str:
@@ -168,7 +184,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     options = PROFILES[profile or profile_name()]
     dtype, device = DTYPES[cell.dtype], torch.device(cell.device)
     check = _judge(CHECKS[cell.check])
-    state: dict = {"example": None, "excused": 0}
+    state = _CellState()
 
     # Compiling cells do not shrink a failure: every shrink step would compile again (minutes per cell). Nor do
     # cells with a known failure: the finding and its minimal reproduction are already recorded in the entry.
@@ -176,11 +192,13 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     no_shrink = transform.compiles or known is not None
     phases = [Phase.explicit, Phase.reuse, Phase.generate] if no_shrink else list(Phase)
 
+    scale = subject.examples_scale.get(cell.device, 1.0)
     examples = options["compile_examples"] if transform.compiles else options["max_examples"]
-    examples = max(1, round(examples * subject.examples_scale.get(cell.device, 1.0)))
-    # The spec's edge examples come first; a compiling transform (a compile per example) takes the first in place of
-    # one drawn example.
+    examples = max(1, round(examples * scale))
+    # The spec's edge examples come first, scaled as the draws are (at least one); a compiling transform (a compile
+    # per example) takes the first in place of one drawn example.
     edges = spec.edges(**subject.fixed) if spec.edges is not None else []
+    edges = edges[:max(1, round(len(edges) * scale))]
     if transform.compiles and edges:
         edges, examples = edges[:1], max(1, examples - 1)
 
@@ -206,9 +224,10 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     # Same examples for every check and transform of a subject: outcomes and spec answers are reused.
     cell_property._hypothesis_internal_add_digest = f"{cell.subject}|{cell.device}|{cell.dtype}".encode()
 
-    def judge_edge(edge: Example) -> None:
-        """cell_property's steps for one edge example (kept out of cell_property, whose source seeds the draws)."""
-        example = round_through(edge, dtype)
+    def judge(given_example: Example) -> None:
+        """cell_property's steps for a given example, an edge or a replayed one (kept out of cell_property, whose
+        source seeds the draws)."""
+        example = round_through(given_example, dtype)
         state["example"] = example
         ctx = Context(subject, spec, example, dtype, device)
         key = example_key(example)
@@ -221,12 +240,28 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     global _UNDONE
     error: BaseException | None = None
     _UNDONE = undone = []
+    # A derandomized cell draws what every cell of its subject, device and dtype with as many examples draws: once
+    # one of them has passed, the others replay its examples instead of drawing them again (a third of a cell's
+    # time), and run hypothesis only when a replayed example fails, to shrink it as before.
+    replay_key = (cell.subject, cell.device, cell.dtype, len(edges), examples, profile or profile_name())
+    replay = _EXAMPLES.get(replay_key) if options["derandomize"] else None
     with _compile_settings(transform.compiles):
         try:
             with time_limit(timeout_s), stable_draws():
-                for edge in edges:
-                    judge_edge(edge)
-                cell_property()
+                if replay is not None:
+                    try:
+                        for example in replay:
+                            judge(example)
+                    except (CellTimeout, KeyboardInterrupt):
+                        raise
+                    except BaseException:  # noqa: BLE001 - found again below, with hypothesis' shrinking
+                        replay, state = None, _CellState()
+                if replay is None:
+                    for edge in edges:
+                        judge(edge)
+                    cell_property()
+                    if options["derandomize"]:
+                        _remember(_EXAMPLES, replay_key, list(state.examples))
         except _StopAtTransformFailure as stop:
             error = stop.failure
         except CellTimeout as timeout:

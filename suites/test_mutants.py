@@ -192,3 +192,36 @@ def test_the_edge_examples_find_what_the_draws_never_reach(mutant, check, monkey
     spec = registry.specs()[registry.subjects()[cell.subject].spec]
     monkeypatch.setitem(registry.specs(), spec.id, dataclasses.replace(spec, edges=None))
     assert run_cell(cell).outcome == "pass"
+
+
+def test_later_cells_replay_the_drawn_examples_and_a_failure_still_shrinks(monkeypatch):
+    """Cells of one subject, device and dtype draw the same examples (derandomized): after one passes, the others
+    replay them without asking hypothesis, and a replayed failure is found again by hypothesis and shrunk to the
+    same minimal example as a cell run alone."""
+    import dataclasses
+
+    from conformance import runner
+
+    subject = "mutant.wrong_surrogate_slope"  # forward right, gradient wrong
+
+    def cell(check: str) -> Cell:
+        return Cell(subject, "eager", check, "cpu", "float32")
+
+    for cache in (runner._EXAMPLES, runner._OUTCOMES, runner._TRUTHS):
+        cache.clear()
+    alone = run_cell(cell("grad_matches_spec"))
+    assert alone.outcome == "fail" and not any(key[0] == subject for key in runner._EXAMPLES)
+    assert run_cell(cell("forward_matches_spec")).outcome == "pass"
+    assert any(key[0] == subject for key in runner._EXAMPLES)
+
+    spec = registry.specs()[registry.subjects()[subject].spec]
+
+    def no_drawing(**fixed):
+        raise AssertionError("hypothesis was asked to draw")
+
+    monkeypatch.setitem(registry.specs(), spec.id, dataclasses.replace(spec, examples=no_drawing))
+    assert run_cell(cell("output_dtype")).outcome == "pass"
+    monkeypatch.setitem(registry.specs(), spec.id, spec)
+    again = run_cell(cell("grad_matches_spec"))
+    assert (again.outcome, again.cause, again.example, again.message) == \
+        (alone.outcome, alone.cause, alone.example, alone.message)
