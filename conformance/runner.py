@@ -257,9 +257,14 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
                     except BaseException:  # noqa: BLE001 - found again below, with hypothesis' shrinking
                         replay, state = None, _CellState()
                 if replay is None:
-                    for edge in edges:
-                        judge(edge)
+                    edge_failure = _first_failure(judge, edges)
+                    failed_edge = state["example"]
+                    # the drawn examples run even after an edge failed: a failure among them is shrunk, and the
+                    # cell shows that smaller example; the edge's only when no drawn example fails
                     cell_property()
+                    if edge_failure is not None:
+                        state["example"] = failed_edge
+                        raise edge_failure
                     if options["derandomize"]:
                         _remember(_EXAMPLES, replay_key, list(state.examples))
         except _StopAtTransformFailure as stop:
@@ -275,6 +280,18 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     if undone:
         result.extra["process_state_restored"] = undone
     return _apply_known(result, known)
+
+
+def _first_failure(judge: Callable[[Example], None], edges: list[Example]) -> BaseException | None:
+    """Judge the edge examples in order up to the first that fails, and return its error (None when all pass)."""
+    for edge in edges:
+        try:
+            judge(edge)
+        except (CellTimeout, KeyboardInterrupt):
+            raise
+        except BaseException as failure:  # noqa: BLE001 - raised again by run_cell unless a drawn example fails
+            return failure
+    return None
 
 
 @contextmanager

@@ -225,3 +225,11 @@ def test_later_cells_replay_the_drawn_examples_and_a_failure_still_shrinks(monke
     again = run_cell(cell("grad_matches_spec"))
     assert (again.outcome, again.cause, again.example, again.message) == \
         (alone.outcome, alone.cause, alone.example, alone.message)
+
+
+def test_a_cell_shows_the_shrunk_drawn_example_and_the_edge_only_when_no_draw_fails():
+    everywhere = run_cell(Cell("mutant.wrong_surrogate_slope", "eager", "grad_matches_spec", "cpu", "float32"))
+    far_only = run_cell(Cell("mutant.wrong_far_from_threshold", "eager", "grad_matches_spec", "cpu", "float32"))
+    assert everywhere.outcome == far_only.outcome == "fail"
+    assert "shape=(2, 10)" not in everywhere.example, everywhere.example  # shrunk from the draws
+    assert "shape=(2, 10)" in far_only.example, far_only.example  # the surrogate edge example
