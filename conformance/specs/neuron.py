@@ -250,6 +250,51 @@ def neuron_examples(name: str, **fixed: Any) -> st.SearchStrategy[Example]:
     return draw_example()
 
 
+#: Dyadic parameters of the neurons' edge examples: with inputs that are dyadic multiples of the threshold, every
+#: membrane value is exact in bfloat16 too, and some land exactly on the threshold (margin 0: judged, never excused
+#: as a tie), which the drawn examples never do. Specs whose decay is not dyadic (alpha, norse's dt * tau_inv,
+#: sinabs' exp(-1/tau)) have no edge examples yet.
+_NEURON_EDGE_VALUES: dict[str, dict[str, Any]] = {
+    "leaky": {"beta": 0.5, "threshold": 1.0, "graded_spikes_factor": 1.0},
+    "synaptic": {"alpha": 0.5, "beta": 0.5, "threshold": 1.0},
+    "lapicque": {"threshold": 1.0, "R": 1.0, "C": 1.0, "time_step": 0.5},
+    "rleaky": {"beta": 0.5, "threshold": 1.0},  # V and the bias: their simplest values, 0
+    "rsynaptic": {"alpha": 0.5, "beta": 0.5, "threshold": 1.0},
+    "sj_if": {"v_threshold": 1.0, "v_reset": 0.0},
+    "sj_lif": {"tau": 2.0, "v_threshold": 1.0, "v_reset": 0.0},
+    "sj_plif": {"w": 0.0, "v_threshold": 1.0, "v_reset": 0.0},
+    "sinabs_iaf": {"spike_threshold": 1.0, "min_v_mem": None},
+}
+#: The input levels of the edge examples, in units of the spec's input scale (the threshold, or what reaches it).
+_NEURON_EDGE_LEVELS = (0.0, 0.25, 0.5, 1.0, 2.0, -0.5, -1.0)
+
+
+def neuron_edges(name: str, **fixed: Any) -> list[Example]:
+    """One edge example for ``neuron.<name>``: 6 steps (or ``min_steps``) x batch 2 x 4 neurons of inputs at dyadic
+    multiples of the threshold scale, with the dyadic parameters of ``_NEURON_EDGE_VALUES``; other hyperparameters
+    as the subject fixes them, else the simplest value of their strategy."""
+    _, _, params, hyper, _, scale = _NEURONS[name]
+    chosen: dict[str, Any] = {"N": 4}
+    for key, entry in (*hyper.items(), *params.items()):
+        default = _NEURON_EDGE_VALUES[name].get(key)
+        if default is None and key not in _NEURON_EDGE_VALUES[name]:
+            default = cs.edge_hyper({key: _resolve(entry, chosen)}, key, None)
+        chosen[key] = cs.edge_hyper(fixed, key, default)
+    time_dim = cs.edge_hyper(fixed, "time_dim", 0)
+    steps = max(6, fixed.get("min_steps", 1))
+    levels = torch.tensor(_NEURON_EDGE_LEVELS, dtype=torch.float64)
+    picks = torch.randint(len(levels), (steps, 2, 4), generator=torch.Generator().manual_seed(20261205))
+    picks[0, :, :2] = _NEURON_EDGE_LEVELS.index(1.0)  # from rest, one step of this input reaches the threshold
+    x = levels[picks] * float(scale(chosen))
+    if time_dim == 1:
+        x = x.transpose(0, 1).contiguous()
+    tensors = {key: value if isinstance(value, torch.Tensor) else torch.tensor(float(value), dtype=torch.float64)
+               for key in params if (value := chosen[key]) is not None}
+    plain = {key: chosen[key] for key in hyper}
+    plain["time_dim"] = time_dim
+    return [Example(x, tensors, plain)]
+
+
 def neuron_margin(trace: Callable, example: Example) -> torch.Tensor:
     """The trace's margin: the compared membrane minus the threshold, per output element."""
     return trace(example.x, **example.params, **example.hyper)[1]
@@ -266,7 +311,8 @@ def _neuron_spec(name: str) -> Spec:
     fn, trace = _NEURONS[name][:2]
     return Spec(id=f"neuron.{name}", fn=fn, examples=functools.partial(neuron_examples, name),
                 margin=functools.partial(neuron_margin, trace), time_dim=0, batch_dim=1,
-                doc=(fn.__doc__ or "").strip().splitlines()[0])
+                doc=(fn.__doc__ or "").strip().splitlines()[0],
+                edges=functools.partial(neuron_edges, name) if name in _NEURON_EDGE_VALUES else None)
 
 
 SPECS: tuple[Spec, ...] = (*(_surrogate_spec(name) for name in S.SURROGATES),

@@ -207,8 +207,7 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
         Known("jit_trace", "preserves_grad", cause="transform-changed-grad", link=_LAYER, device="cpu",
               reason="traced on a fresh layer, the graph records the re-initialisation of v_mem to zeros (its shape "
                      "differs from the input's then), so the traced layer starts every call from rest: fed one step "
-                     "per call it forgets v_mem between the steps; on these examples each step's input alone decides "
-                     "the spikes, so only the gradients show it",
+                     "per call it forgets v_mem between the steps, which the gradients show on every example",
               reproducer="reproducers/sinabs/layer_jit_trace_forgets_state.py"),
     ]
     if learnable:
@@ -218,7 +217,20 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
                         link=_SPIKE, reproducer="reproducers/sinabs/torch_func_per_sample_grad_spike_fn.py"),
                   Known("opacus_*", cause="opacus-failed", reason=opacus, link=_LAYER,
                         reproducer="reproducers/sinabs/opacus_layer_with_state_buffers.py")]
+    else:  # the IAF layers' edge examples (exact thresholds) make the lost state show in the spikes too
+        known += [Known("jit_trace", "preserves_forward", cause="state-lost-between-calls", link=_LAYER, device="cpu",
+                        reason=_STEPPED_GRAPH_FORGETS.format(made="traced", graph="graph"),
+                        reproducer="reproducers/sinabs/layer_jit_trace_forgets_state.py"),
+                  Known("export", "preserves_forward", cause="state-lost-between-calls", link=_LAYER, device="cpu",
+                        reason=_STEPPED_GRAPH_FORGETS.format(made="exported", graph="program"),
+                        reproducer="reproducers/sinabs/layer_export_forgets_state.py")]
     return tuple(known)
+
+
+_STEPPED_GRAPH_FORGETS = ("{made} on a fresh layer, the {graph} records the re-initialisation of v_mem to zeros (its "
+                          "shape differs from the input's then), so fed one step per call it starts every call from "
+                          "rest: the spikes differ once the membrane carried over would have decided one (the edge "
+                          "examples, exactly at the threshold)")
 
 
 def _known_surrogate() -> tuple[Known, ...]:

@@ -343,9 +343,20 @@ INIT_HIDDEN_STEPPED: tuple[Known, ...] = (
           device="cpu",
           reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros (its shape differs "
                  "from the input's then), so the traced layer starts every call from rest: fed one step per call it "
-                 "forgets mem between the steps; on these examples every step's input alone decides the spikes, so "
-                 "only the gradients show it",
+                 "forgets mem between the steps, which the gradients show on every example",
           reproducer="reproducers/snntorch/leaky_init_hidden_jit_trace_forgets_mem.py"),
+    Known(transform="jit_trace", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
+          device="cpu",
+          reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros, so fed one step "
+                 "per call it starts every call from rest: the spikes differ where the carried-over membrane decides "
+                 "one (the edge examples, exactly at the threshold)",
+          reproducer="reproducers/snntorch/leaky_init_hidden_jit_trace_forgets_mem.py"),
+    Known(transform="export", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
+          device="cpu",
+          reason="exported on a fresh layer, the program records the re-initialisation of mem to zeros and mem is no "
+                 "state of the program, so fed one step per call it starts every call from rest: the spikes differ "
+                 "where the carried-over membrane decides one (the edge examples, exactly at the threshold)",
+          reproducer="reproducers/snntorch/leaky_init_hidden_export_forgets_mem.py"),
     Known(transform="checkpoint", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
           device="cpu",
           reason="checkpoint recomputes a step's forward during backward from the mem the later steps left (the "
@@ -379,6 +390,10 @@ RSYNAPTIC_NO_RESET_DELAY: tuple[Known, ...] = (
     # with atan that is never zero); the spikes only when a missed reset changes a later spike.
     Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch",
           link=f"{SOURCE}/_neurons/rsynaptic.py#L366", reason=_RSYNAPTIC_RESET,
+          reproducer="reproducers/snntorch/rsynaptic_reset_delay_false_no_reset.py"),
+    Known(transform="eager", check="forward_matches_spec", cause="forward-mismatch", device="cpu",
+          link=f"{SOURCE}/_neurons/rsynaptic.py#L366", reason=_RSYNAPTIC_RESET + "; the spikes show it where a missed "
+          "reset changes a later spike (the edge examples, membranes exactly at the threshold)",
           reproducer="reproducers/snntorch/rsynaptic_reset_delay_false_no_reset.py"),
     Known(transform="compile_*", check="no_graph_breaks", cause=_TENSOR_BRANCH_BREAK, reason=_TENSOR_BRANCH,
           link=f"{SOURCE}/_neurons/rsynaptic.py#L371",

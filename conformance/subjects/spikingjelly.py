@@ -174,7 +174,13 @@ def _known_node(*, learnable: bool) -> tuple[Known, ...]:
         Known("jit_script", cause="jit-unsupported", reason=_JIT_NODE, link=f"{_SRC}/base.py",
               reproducer="reproducers/spikingjelly/node_jit_script_varargs_forward.py"),
     ]
-    if learnable:  # the drawn w decides the forward: the traced and exported forwards agree on these examples
+    known += [
+        Known("jit_trace", "preserves_forward", cause="state-lost-between-calls", reason=_TRACE_FORGETS_V,
+              link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_jit_trace_forgets_v.py", **_STEPPED),
+        Known("export", "preserves_forward", cause="state-lost-between-calls", reason=_TRACE_FORGETS_V,
+              link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_export_forgets_v.py", **_STEPPED),
+    ]
+    if learnable:
         known += [
             Known("checkpoint", "preserves_grad", cause="backward-raised", reason=_CHECKPOINT_STEPS,
                   link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/plif_checkpoint_steps_raises.py",
@@ -186,12 +192,6 @@ def _known_node(*, learnable: bool) -> tuple[Known, ...]:
         ]
     else:
         known += [
-            Known("jit_trace", "preserves_forward", cause="state-lost-between-calls", reason=_TRACE_FORGETS_V,
-                  link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_jit_trace_forgets_v.py",
-                  **_STEPPED),
-            Known("export", "preserves_forward", cause="state-lost-between-calls", reason=_TRACE_FORGETS_V,
-                  link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_export_forgets_v.py",
-                  **_STEPPED),
             Known("checkpoint", "preserves_grad", cause="transform-changed-grad", reason=_CHECKPOINT_STEPS,
                   link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_checkpoint_steps_gradient.py",
                   **_STEPPED),

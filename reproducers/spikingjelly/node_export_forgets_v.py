@@ -1,4 +1,4 @@
-"""A spikingjelly node exported with torch.export forgets its membrane between calls: every call starts from rest.
+"""A spikingjelly node (IFNode, LIFNode, ParametricLIFNode) exported with torch.export forgets its membrane between calls: every call starts from rest.
 
 A node keeps v between calls until reset() (functional.reset_net): fed one time step per call, the spikes of step t
 depend on every earlier step. At rest v is the Python float v_reset, which export records as a constant (v is a
@@ -11,10 +11,17 @@ import torch
 from spikingjelly.activation_based import neuron
 
 torch.manual_seed(0)
-x = torch.rand(4, 2, 3) * 0.8  # (time, batch, neurons): no single step reaches the threshold
-node = neuron.IFNode(v_threshold=1.0, v_reset=0.0, step_mode="s")
-exported = torch.export.export(neuron.IFNode(v_threshold=1.0, v_reset=0.0, step_mode="s"), (x[0],)).module()
-eager = torch.stack([node(x_t) for x_t in x])
-from_export = torch.stack([exported(x_t) for x_t in x])
-assert torch.equal(from_export, eager), \
-    f"the exported node's spikes differ from the node's: {int(from_export.sum())} spikes instead of {int(eager.sum())}"
+rand = torch.rand(4, 2, 3)  # (time, batch, neurons)
+differ = []
+# inputs no single step from rest brings to the threshold (IF: v += x; LIF/PLIF, tau 2: v += (x - v) / 2)
+for node_type, x in ((neuron.IFNode, rand * 0.8), (neuron.LIFNode, 1.1 + rand * 0.8),
+                     (neuron.ParametricLIFNode, 1.1 + rand * 0.8)):
+    def fresh():
+        return node_type(v_threshold=1.0, v_reset=0.0, step_mode="s")
+
+    node, exported = fresh(), torch.export.export(fresh(), (x[0],)).module()
+    eager = torch.stack([node(x_t) for x_t in x])
+    from_export = torch.stack([exported(x_t) for x_t in x])
+    if not torch.equal(from_export, eager):
+        differ.append(f"{node_type.__name__} ({int(from_export.sum())} spikes instead of {int(eager.sum())})")
+assert not differ, f"the exported node's spikes differ from the node's: {', '.join(differ)}"

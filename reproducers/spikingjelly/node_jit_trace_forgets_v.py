@@ -1,4 +1,4 @@
-"""A spikingjelly node traced with torch.jit.trace forgets its membrane between calls: every call starts from rest.
+"""A spikingjelly node (IFNode, LIFNode, ParametricLIFNode) traced with torch.jit.trace forgets its membrane between calls: every call starts from rest.
 
 A node keeps v between calls until reset() (functional.reset_net): fed one time step per call, the spikes of step t
 depend on every earlier step. At rest v is the Python float v_reset, which the trace records as a constant
@@ -11,10 +11,17 @@ import torch
 from spikingjelly.activation_based import neuron
 
 torch.manual_seed(0)
-x = torch.rand(4, 2, 3) * 0.8  # (time, batch, neurons): no single step reaches the threshold
-node = neuron.IFNode(v_threshold=1.0, v_reset=0.0, step_mode="s")
-traced = torch.jit.trace(neuron.IFNode(v_threshold=1.0, v_reset=0.0, step_mode="s"), (x[0],), check_trace=False)
-eager = torch.stack([node(x_t) for x_t in x])
-from_trace = torch.stack([traced(x_t) for x_t in x])
-assert torch.equal(from_trace, eager), \
-    f"the traced node's spikes differ from the node's: {int(from_trace.sum())} spikes instead of {int(eager.sum())}"
+rand = torch.rand(4, 2, 3)  # (time, batch, neurons)
+differ = []
+# inputs no single step from rest brings to the threshold (IF: v += x; LIF/PLIF, tau 2: v += (x - v) / 2)
+for node_type, x in ((neuron.IFNode, rand * 0.8), (neuron.LIFNode, 1.1 + rand * 0.8),
+                     (neuron.ParametricLIFNode, 1.1 + rand * 0.8)):
+    def fresh():
+        return node_type(v_threshold=1.0, v_reset=0.0, step_mode="s")
+
+    node, traced = fresh(), torch.jit.trace(fresh(), (x[0],), check_trace=False)
+    eager = torch.stack([node(x_t) for x_t in x])
+    from_jit_trace = torch.stack([traced(x_t) for x_t in x])
+    if not torch.equal(from_jit_trace, eager):
+        differ.append(f"{node_type.__name__} ({int(from_jit_trace.sum())} spikes instead of {int(eager.sum())})")
+assert not differ, f"the traced node's spikes differ from the node's: {', '.join(differ)}"

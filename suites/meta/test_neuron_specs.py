@@ -518,3 +518,18 @@ def test_spec_compiles_fullgraph_and_exports(name, data):
     module = Wrapped()
     exported = torch.export.export(module, (x,))
     torch.testing.assert_close(exported.module()(x), module(x))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in NEURON_SPECS.items() if s.edges is not None))
+def test_edge_examples_put_membranes_exactly_on_the_threshold(name):
+    """The neurons' edge examples (checked first in every cell): dyadic inputs and parameters, so every membrane is
+    exact in bfloat16 too over their 6 steps and some sit exactly on the threshold (margin 0, judged, never excused
+    as a tie), in either time layout."""
+    spec = NEURON_SPECS[name]
+    for fixed in ({}, {"time_dim": 1, "min_steps": 3}):
+        (example,) = spec.edges(**fixed)
+        margin = spec.margin(example)
+        assert (margin == 0).sum() >= 2, name
+        assert torch.equal(margin.to(torch.bfloat16).double(), margin)
+        assert torch.equal(example.x.to(torch.bfloat16).double(), example.x)
+        assert example.x.shape[example.hyper["time_dim"]] == 6
