@@ -69,6 +69,8 @@ _OUTCOMES: "OrderedDict[tuple, TransformRun | TransformFailed]" = OrderedDict()
 _TRUTHS: "OrderedDict[tuple, Truth]" = OrderedDict()
 #: The examples a passing derandomized cell ran, in order, for the other cells that draw the same (run_cell).
 _EXAMPLES: "OrderedDict[tuple, list[Example]]" = OrderedDict()
+#: Each subject's edge examples (_edges_of); one small list per subject, kept for the process.
+_EDGES: dict[tuple, list[Example]] = {}
 _CACHE_SIZE = 64
 
 
@@ -197,7 +199,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     examples = max(1, round(examples * scale))
     # The spec's edge examples come first, scaled as the draws are (at least one); a compiling transform (a compile
     # per example) takes the first in place of one drawn example.
-    edges = spec.edges(**subject.fixed) if spec.edges is not None else []
+    edges = _edges_of(spec, subject) if spec.edges is not None else []
     edges = edges[:max(1, round(len(edges) * scale))]
     if transform.compiles and edges:
         edges, examples = edges[:1], max(1, examples - 1)
@@ -226,8 +228,9 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
 
     def judge(given_example: Example) -> None:
         """cell_property's steps for a given example, an edge or a replayed one (kept out of cell_property, whose
-        source seeds the draws)."""
-        example = round_through(given_example, dtype)
+        source seeds the draws). The given one is shared by other cells: this cell gets its own tensors, as a drawn
+        example is its own."""
+        example = round_through(_own_copy(given_example), dtype)
         state["example"] = example
         ctx = Context(subject, spec, example, dtype, device)
         key = example_key(example)
@@ -248,14 +251,8 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     with _compile_settings(transform.compiles):
         try:
             with time_limit(timeout_s), stable_draws():
-                if replay is not None:
-                    try:
-                        for example in replay:
-                            judge(example)
-                    except (CellTimeout, KeyboardInterrupt):
-                        raise
-                    except BaseException:  # noqa: BLE001 - found again below, with hypothesis' shrinking
-                        replay, state = None, _CellState()
+                if replay is not None and _first_failure(judge, replay) is not None:
+                    replay, state = None, _CellState()  # found again below, with hypothesis' shrinking
                 if replay is None:
                     edge_failure = _first_failure(judge, edges)
                     failed_edge = state["example"]
@@ -282,16 +279,30 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     return _apply_known(result, known)
 
 
-def _first_failure(judge: Callable[[Example], None], edges: list[Example]) -> BaseException | None:
-    """Judge the edge examples in order up to the first that fails, and return its error (None when all pass)."""
-    for edge in edges:
+def _own_copy(example: Example) -> Example:
+    return Example(example.x.clone(), {k: v.clone() for k, v in example.params.items()}, dict(example.hyper))
+
+
+def _first_failure(judge: Callable[[Example], None], examples: list[Example]) -> BaseException | None:
+    """Judge ``examples`` in order up to the first that fails, and return its error (None when all pass); a timeout
+    or an interrupt propagates."""
+    for example in examples:
         try:
-            judge(edge)
+            judge(example)
         except (CellTimeout, KeyboardInterrupt):
             raise
-        except BaseException as failure:  # noqa: BLE001 - raised again by run_cell unless a drawn example fails
+        except BaseException as failure:  # noqa: BLE001 - the caller decides: raise it, or find it again
             return failure
     return None
+
+
+def _edges_of(spec, subject) -> list:
+    """The spec's edge examples for ``subject``'s fixed values, built once per process (a fixed strategy is searched
+    for its value: over a second for a recurrent weight matrix)."""
+    key = (spec.edges, subject.id, repr(sorted(subject.fixed.items(), key=lambda kv: kv[0])))
+    if key not in _EDGES:
+        _EDGES[key] = spec.edges(**subject.fixed)
+    return _EDGES[key]
 
 
 @contextmanager

@@ -32,32 +32,18 @@ def hyper(fixed: Mapping[str, Any], name: str, default: SearchStrategy) -> Searc
     return value_or_strategy(fixed[name]) if name in fixed else default
 
 
-@functools.lru_cache(maxsize=None)
-def _simplest(strategy: SearchStrategy, prefer: Any) -> Any:
+@functools.lru_cache(maxsize=None, typed=True)  # typed: a default of 1 is not one of 1.0 or True
+def _simplest(strategy: SearchStrategy, prefer: Any, default: Any) -> Any:
+    """The simplest value of ``strategy`` that ``prefer`` accepts (no ``prefer``: equal to ``default``), else its
+    simplest value."""
     from hypothesis import find, settings
     from hypothesis.errors import NoSuchExample, Unsatisfiable
 
     quiet = settings(database=None, derandomize=True)
     try:
-        return find(strategy, prefer, settings=quiet)
+        return find(strategy, prefer or (lambda value: value == default), settings=quiet)
     except (NoSuchExample, Unsatisfiable):
         return find(strategy, lambda _: True, settings=quiet)
-
-
-class _Equals:
-    """``value == default``, hashable (so the search is cached per strategy and default)."""
-
-    def __init__(self, default: Any):
-        self.default = default
-
-    def __call__(self, value: Any) -> bool:
-        return value == self.default
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Equals) and type(other.default) is type(self.default) and other.default == self.default
-
-    def __hash__(self) -> int:
-        return hash((type(self.default), self.default))
 
 
 def edge_hyper(fixed: Mapping[str, Any], name: str, default: Any, prefer: Any = None) -> Any:
@@ -69,7 +55,7 @@ def edge_hyper(fixed: Mapping[str, Any], name: str, default: Any, prefer: Any = 
     value = fixed[name]
     if not isinstance(value, SearchStrategy):
         return value
-    return _simplest(value, prefer if prefer is not None else _Equals(default))
+    return _simplest(value, prefer, default)
 
 
 def check_fixed(fixed: Mapping[str, Any], allowed: Sequence[str], spec_id: str) -> None:

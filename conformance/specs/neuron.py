@@ -276,8 +276,9 @@ def neuron_edges(name: str, **fixed: Any) -> list[Example]:
     _, _, params, hyper, _, scale = _NEURONS[name]
     chosen: dict[str, Any] = {"N": 4}
     for key, entry in (*hyper.items(), *params.items()):
-        default = _NEURON_EDGE_VALUES[name].get(key)
-        if default is None and key not in _NEURON_EDGE_VALUES[name]:
+        if key in _NEURON_EDGE_VALUES[name]:
+            default = _NEURON_EDGE_VALUES[name][key]
+        else:  # the simplest value of the spec's own strategy (None where it allows None)
             default = cs.edge_hyper({key: _resolve(entry, chosen)}, key, None)
         chosen[key] = cs.edge_hyper(fixed, key, default)
     time_dim = cs.edge_hyper(fixed, "time_dim", 0)

@@ -501,6 +501,17 @@ def _layer_edge_hyper(fixed, setting: dict) -> dict:
     return {name: S.edge_hyper(fixed, name, setting[name]) for name in _LAYER_HYPER}
 
 
+def _layer_edge_params(fixed, setting: dict, weight_shape: tuple, *, salt: int) -> dict:
+    """A binary layer's edge weight (every 13th element exactly 0: the zero_value convention) and, where the setting
+    or the subject has one, its bias (seeded with ``salt + 10``)."""
+    weight = _seeded(weight_shape, salt)
+    weight.flatten()[::13] = 0.0
+    params = {"weight": weight}
+    if S.edge_hyper(fixed, "bias", setting["bias"]):
+        params["bias"] = _seeded((weight_shape[0],), salt + 10)
+    return params
+
+
 def binary_linear_edges(**fixed) -> list[Example]:
     """K past two 32-bit words with a tail (69) and exactly three (96), N of 33 and 5 (a subject that fixes them
     keeps its own, past one word where it allows); inputs with 0, +-1, +-threshold exactly and |x| = 1e4 (where
@@ -513,11 +524,7 @@ def binary_linear_edges(**fixed) -> list[Example]:
         inner = S.edge_hyper(fixed, "inner_dim", bool(i))
         shape = (S.edge_hyper(fixed, "batch", 2),) + ((2,) if inner else ()) + (k,)
         x = _with_edges(_seeded(shape, 30 + i) * 4.0, hyper)
-        weight = _seeded((n, k), 40 + i)
-        weight.flatten()[::13] = 0.0
-        params = {"weight": weight}
-        if S.edge_hyper(fixed, "bias", setting["bias"]):
-            params["bias"] = _seeded((n,), 50 + i)
+        params = _layer_edge_params(fixed, setting, (n, k), salt=40 + i)
         examples.append(Example(x, params, hyper))
     return examples
 
@@ -581,11 +588,7 @@ def binary_conv2d_edges(**fixed) -> list[Example]:
         side = S.edge_hyper(fixed, "size", 4)
         side = max(side, 3 - 2 * hyper["padding"], 1)
         x = _with_edges(_seeded((S.edge_hyper(fixed, "batch", 2), cin, side, side), 60 + i) * 4.0, hyper)
-        weight = _seeded((cout, cin // groups, 3, 3), 70 + i)
-        weight.flatten()[::13] = 0.0
-        params = {"weight": weight}
-        if S.edge_hyper(fixed, "bias", setting["bias"]):
-            params["bias"] = _seeded((cout,), 80 + i)
+        params = _layer_edge_params(fixed, setting, (cout, cin // groups, 3, 3), salt=70 + i)
         examples.append(Example(x, params, hyper))
     return examples
 
