@@ -39,12 +39,18 @@ while [ "$#" -gt 0 ]; do
   case "$1" in
     --stages) stages="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --download)  # with the GPU machine's Python version (hypothesis ships per-version wheels)
+    --download)  # for the GPU machine's Python (GPU_PYTHON_VERSION, default 3.12: hypothesis ships per-version wheels)
       mkdir -p .whl
       mapfile -t wanted < <(python3 -m conformance.libraries requirements --gpu;
                             python3 -m conformance.libraries dependencies --gpu;
                             grep -E '^(pytest|hypothesis)==' constraints.txt)
-      python3 -m pip download --no-deps --only-binary=:all: -d .whl "${wanted[@]/norse==1.1.0/}" || exit 1
+      binaries=()
+      for requirement in "${wanted[@]}"; do [ "$requirement" != "norse==1.1.0" ] && binaries+=("$requirement"); done
+      platforms=()
+      for tag in manylinux_2_28 manylinux_2_27 manylinux_2_17 manylinux2014 manylinux1; do
+        platforms+=(--platform "${tag}_x86_64"); done
+      python3 -m pip download --no-deps --only-binary=:all: --implementation cp \
+        --python-version "${GPU_PYTHON_VERSION:-3.12}" "${platforms[@]}" -d .whl "${binaries[@]}" || exit 1
       # norse 1.1.0 is an sdist only; its version comes from setuptools_scm, which an sdist build cannot read
       python3 -m pip download --no-deps --no-binary=:all: -d /tmp/norse-sdist "norse==1.1.0" && \
         tar -xzf /tmp/norse-sdist/norse-1.1.0.tar.gz -C /tmp/norse-sdist && \
