@@ -11,7 +11,8 @@ specs on drawn shapes (odd K, tails), then:
 - binary conv2d of two ResNet-18 stages against cuDNN fp16 (NCHW and channels_last, the faster counts);
 - binary GEMV, batch 1-16 against an 8192x8192 weight (CUDA-graph replays on both sides);
 - fused LIF, 64 steps x 2^20 neurons, forward and forward+backward (``torch.autograd.grad`` with a given
-  cotangent) against the memory floor, torch.compile of the spec and spikingjelly.
+  cotangent) against the memory floor, torch.compile of the spec and spikingjelly;
+- the host path: eager calls on tiny tensors (their time is Python and launch time) and a profile of the LIF's.
 
 ``--explore`` adds the alternatives and tile/config sweeps behind the defaults. Prints a table, writes JSON after
 every section. Times are medians of CUDA-event timings.
@@ -430,6 +431,49 @@ def lif(deadline: float):
         del x, gy, xg
 
 
+def host():
+    """The host path's time per eager call: calls on tensors so small that the GPU's work is negligible, so the
+    eager time is the Python and launch time a large call also pays (where it exceeds the GPU's time, eager calls
+    are host-bound). Also a cProfile of the LIF forward+backward, its costliest functions in the log."""
+    import cProfile
+    import io
+    import pstats
+
+    from kernels import lif as L
+
+    x = torch.rand(4, 1024, device="cuda")
+    xg = x.clone().requires_grad_()
+    gy = torch.randn_like(x)
+    params = dict(beta=torch.tensor(0.9, device="cuda"), threshold=torch.tensor(1.0, device="cuda"),
+                  graded_spikes_factor=torch.tensor(1.0, device="cuda"))
+    row = {}
+    for name, fn, kw in (("leaky", L.leaky, params), ("sj_lif", L.sj_lif, {})):
+        def fwd(fn=fn, kw=kw):
+            with torch.no_grad():
+                return fn(x, **kw)
+        row[f"{name}_fwd_us"] = _time(fwd, inner=50) * 1e3
+        row[f"{name}_fwdbwd_us"] = _time(lambda fn=fn, kw=kw: torch.autograd.grad(fn(xg, **kw), xg, gy),
+                                         inner=50) * 1e3
+    xs = torch.randn(128, 256, dtype=torch.float16, device="cuda")
+    ws = torch.randn(256, 256, dtype=torch.float16, device="cuda")
+    row["binary_linear_op_fp8_us"] = _time(lambda: B.binary_linear_op(xs, ws, None, "ste", None, 1.0, "tensor"),
+                                           inner=50) * 1e3
+    row["sign_rows_us"] = _time(lambda: B.sign_rows(xs, 1.0), inner=50) * 1e3
+    row["empty_like_us"] = _time(lambda: torch.empty_like(xs), inner=50) * 1e3
+    row["autograd_grad_of_mul_us"] = _time(lambda: torch.autograd.grad(xg * 2.0, xg, gy), inner=50) * 1e3
+    RESULTS["host"] = row
+    print("host", {k: round(v, 1) for k, v in row.items()}, flush=True)
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(200):
+        torch.autograd.grad(L.leaky(xg, **params), xg, gy)
+    profile.disable()
+    torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(14)
+    print("\n".join(text.getvalue().splitlines()[-20:]), flush=True)
+
+
 def probe():
     """One launch of each kernel that the docs discuss, for ``ncu`` (no timing)."""
     from kernels import binary as B
@@ -461,7 +505,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
     parser.add_argument("--compile-float32-only", action="store_true", help="torch.compile baselines in float32 only")
     parser.add_argument("--explore", action="store_true", help="add the alternatives and config sweeps")
-    parser.add_argument("--sections", default="ceilings,correctness,matmul,conv,gemv,lif")
+    parser.add_argument("--sections", default="ceilings,correctness,host,matmul,conv,gemv,lif")
     parser.add_argument("--probe", action="store_true", help="one launch of each kernel, for ncu")
     args = parser.parse_args(argv)
     if args.probe:
@@ -479,7 +523,8 @@ def main(argv=None) -> int:
                       "sms": torch.cuda.get_device_properties(0).multi_processor_count, "explore": EXPLORE,
                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(RESULTS["env"], flush=True)
-    steps = {"ceilings": ceilings, "correctness": correctness, "matmul": matmul, "conv": conv, "gemv": gemv,
+    steps = {"ceilings": ceilings, "correctness": correctness, "host": host, "matmul": matmul, "conv": conv,
+             "gemv": gemv,
              "lif": lambda: lif(started + args.budget_s)}
     wanted = args.sections.split(",")
     if "ceilings" not in wanted:

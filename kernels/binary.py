@@ -1,10 +1,10 @@
 """Packed binary kernels as PyTorch operators: sign + bit packing, binary linear/matmul, binary conv2d.
 
-Each forward is a ``torch.library.custom_op`` in the ``qsnn_kernels`` namespace with a fake (meta) kernel and a
+Each forward is an operator in the ``qsnn_kernels`` namespace (``_runtime.operator``) with a fake (meta) kernel and a
 vmap rule (opaque to ``torch.compile(fullgraph=True)`` and ``torch.export``); an ``autograd.Function`` with
 ``setup_context`` adds the spec's straight-through backward (:mod:`reference.quant`'s ``*_grad`` formulas and
-``a * sign(W)`` weights), so ``torch.func.grad``/``vmap`` compose with it (``custom_op.register_autograd`` does
-not, torch 2.13: "an autograd.Function ... must override the setup_context staticmethod"). The forward is exact
+``a * sign(W)`` weights), so ``torch.func.grad``/``vmap`` compose with it (``torch.library.custom_op``'s
+``register_autograd`` does not, torch 2.13: "an autograd.Function ... must override the setup_context staticmethod"). The forward is exact
 integer arithmetic on the signs:
 
 - weights are bit-packed along K into int32 words (lsb first: the layout of :func:`reference.packing.pack_signs`
@@ -30,7 +30,7 @@ from torch import nn
 
 from reference import quant as Q
 
-from ._runtime import kernel
+from ._runtime import kernel, operator, signature_once
 
 #: Dispatch thresholds (rows of the activation matrix); measured on an H200, see docs/kernels.md.
 GEMV_MAX_M = 16
@@ -444,7 +444,7 @@ def _binary_weight(weight: torch.Tensor, dtype: torch.dtype, zero_value: float, 
 
 # ----------------------------------------------------------------------------------------------- pack_signs op
 
-@torch.library.custom_op("qsnn_kernels::pack_signs", mutates_args=())
+@operator("pack_signs")
 def pack_signs_op(x: torch.Tensor, dim: int, msb: bool, pad: Optional[float]) -> torch.Tensor:
     moved = x.movedim(dim, -1)
     length = moved.shape[-1]
@@ -454,7 +454,7 @@ def pack_signs_op(x: torch.Tensor, dim: int, msb: bool, pad: Optional[float]) ->
     return _fresh(packed.reshape(moved.shape[:-1] + (packed.shape[-1],)).movedim(-1, dim).contiguous())
 
 
-@pack_signs_op.register_fake
+@torch.library.register_fake("qsnn_kernels::pack_signs")
 def _(x, dim, msb, pad):
     shape = list(x.shape)
     shape[dim] = -(-shape[dim] // 32)
@@ -484,7 +484,7 @@ def pack_signs(x: torch.Tensor, *, dim: int = -1, word_bits: int = 32, bit_order
 
 # ----------------------------------------------------------------------------------------------- binary linear op
 
-@torch.library.custom_op("qsnn_kernels::binary_linear", mutates_args=())
+@operator("binary_linear")
 def binary_linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], input_quant: str,
                      threshold: Optional[float], zero_value: float, weight_scaling: str) -> torch.Tensor:
     _check_layer(input_quant, zero_value, weight_scaling)
@@ -503,7 +503,7 @@ def binary_linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     return _fresh(y.reshape(x.shape[:-1] + (weight.shape[0],)))
 
 
-@binary_linear_op.register_fake
+@torch.library.register_fake("qsnn_kernels::binary_linear")
 def _(x, weight, bias, input_quant, threshold, zero_value, weight_scaling):
     return x.new_empty(x.shape[:-1] + (weight.shape[0],))
 
@@ -532,6 +532,7 @@ def _linear_backward(ctx, grad):
     return dx, dw.to(weight.dtype), db, None, None, None, None
 
 
+@signature_once
 class BinaryLinearFunction(torch.autograd.Function):
     """The operator with the spec's straight-through backward. An ``autograd.Function`` with ``setup_context``
     (rather than ``custom_op.register_autograd``) so that torch.func's grad/vmap compose with it; its vmap rule is
@@ -590,7 +591,7 @@ def _im2col(s: torch.Tensor, kh: int, kw: int, stride: int, dilation: int) -> tu
     return patches.reshape(n * oh * ow, c * kh * kw), oh, ow
 
 
-@torch.library.custom_op("qsnn_kernels::binary_conv2d", mutates_args=())
+@operator("binary_conv2d")
 def binary_conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], stride: int,
                      padding: int, dilation: int, groups: int, pad_value: float, input_quant: str,
                      threshold: Optional[float], zero_value: float, weight_scaling: str) -> torch.Tensor:
@@ -642,7 +643,7 @@ def _conv_out_shape(x, weight, stride, padding, dilation):
     return tuple(x.shape[:-3]) + (weight.shape[0], oh, ow)
 
 
-@binary_conv2d_op.register_fake
+@torch.library.register_fake("qsnn_kernels::binary_conv2d")
 def _(x, weight, bias, stride, padding, dilation, groups, pad_value, input_quant, threshold, zero_value,
       weight_scaling):
     return x.new_empty(_conv_out_shape(x, weight, stride, padding, dilation))
@@ -679,6 +680,7 @@ def _conv_backward(ctx, grad):
     return (dx[0] if unbatched else dx), dw.to(weight.dtype), db, *([None] * 9)
 
 
+@signature_once
 class BinaryConv2dFunction(torch.autograd.Function):
     """The conv operator with the spec's straight-through backward (see :class:`BinaryLinearFunction`)."""
 

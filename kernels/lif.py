@@ -20,7 +20,7 @@ from torch import nn
 
 from reference import surrogate as S
 
-from ._runtime import kernel
+from ._runtime import kernel, operator, signature_once
 
 RESETS = {"subtract": 0, "zero": 1, "none": 2}
 SURROGATES = {"straight_through": 0, "fast_sigmoid": 1, "atan": 2, "sigmoid": 3}
@@ -91,6 +91,19 @@ def _kernel_view(t: torch.Tensor) -> torch.Tensor:
     return t.float() if (t.dtype == torch.bfloat16 and t.device.type != "cuda") else t.contiguous()
 
 
+def _scalar_param(p: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A parameter as the 0-d tensor of ``dtype`` a kernel reads (no copy when it is one already: the host path
+    is part of every eager call's time)."""
+    if p.dtype != dtype or p.dim():
+        p = p.to(dtype).reshape(())
+    return _kernel_view(p) if p.device.type != "cuda" else p
+
+
+def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A kernel's output in the caller's dtype (only CPU bfloat16 differs: see ``_kernel_view``)."""
+    return t if t.dtype == dtype else t.to(dtype)
+
+
 def _check_dtype(x: torch.Tensor) -> None:
     if x.dtype not in (torch.float32, torch.float64, torch.bfloat16):
         raise TypeError(f"the LIF kernels take float32, float64 or bfloat16 input, got {x.dtype}")
@@ -107,7 +120,7 @@ def _per_time(t: torch.Tensor, bdim, size: int) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------------------------- Leaky
 
-@torch.library.custom_op("qsnn_kernels::leaky", mutates_args=())
+@operator("leaky")
 def leaky_op(x: torch.Tensor, beta: torch.Tensor, threshold: torch.Tensor, graded_spikes_factor: torch.Tensor,
              reset_mechanism: str, reset_delay: bool, surrogate: str, surrogate_alpha: Optional[float],
              save: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -123,14 +136,14 @@ def leaky_op(x: torch.Tensor, beta: torch.Tensor, threshold: torch.Tensor, grade
     u = torch.empty_like(xk) if save else xk.new_empty(0)
     v = torch.empty_like(xk) if (save and not reset_delay) else xk.new_empty(0)
     if x.numel():
-        params = [_kernel_view(p.to(x.dtype).reshape(())) for p in (beta, threshold, graded_spikes_factor)]
+        params = [_scalar_param(p, x.dtype) for p in (beta, threshold, graded_spikes_factor)]
         block, grid, extra = _launch_shape(x, n)
         K_.leaky_fwd(x.device, (grid,), xk, spk, u if save else spk, v if v.numel() else spk, *params, steps, n,
                      RESET=RESETS[reset_mechanism], DELAY=reset_delay, SAVE=save, BLOCK=block, **_flags(x), **extra)
-    return spk.to(x.dtype), u.to(x.dtype), v.to(x.dtype)
+    return _as(spk, x.dtype), _as(u, x.dtype), _as(v, x.dtype)
 
 
-@leaky_op.register_fake
+@torch.library.register_fake("qsnn_kernels::leaky")
 def _(x, beta, threshold, graded_spikes_factor, reset_mechanism, reset_delay, surrogate, surrogate_alpha, save):
     return (torch.empty_like(x), torch.empty_like(x) if save else x.new_empty(0),
             torch.empty_like(x) if (save and not reset_delay) else x.new_empty(0))
@@ -146,7 +159,7 @@ def _(info, in_dims, x, beta, threshold, gsf, *options):
     return out, tuple(1 if t.numel() else None for t in out)
 
 
-@torch.library.custom_op("qsnn_kernels::leaky_backward", mutates_args=())
+@operator("leaky_backward")
 def leaky_backward_op(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
                       threshold: torch.Tensor, graded_spikes_factor: torch.Tensor, reset_mechanism: str,
                       reset_delay: bool, surrogate: str, surrogate_alpha: Optional[float],
@@ -161,7 +174,7 @@ def leaky_backward_op(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, 
     acc = torch.float64 if dtype == torch.float64 else torch.float32
     part = torch.zeros(_part_shape(g, param_grads), dtype=acc, device=g.device)
     if g.numel():
-        params = [_kernel_view(p.to(dtype).reshape(())) for p in (beta, threshold, graded_spikes_factor)]
+        params = [_scalar_param(p, dtype) for p in (beta, threshold, graded_spikes_factor)]
         uk = _kernel_view(u)
         block, grid, extra = _launch_shape(g, n)
         consts = _consts(_alpha_consts(surrogate, surrogate_alpha), dtype, g.device)
@@ -169,14 +182,14 @@ def leaky_backward_op(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, 
                      part if param_grads else dx, *params, consts, steps, n, RESET=RESETS[reset_mechanism],
                      DELAY=reset_delay, SURROGATE=SURROGATES[surrogate], F64=dtype == torch.float64,
                      PARAM_GRAD=param_grads, BLOCK=block, **extra)
-    return dx.to(dtype), part
+    return _as(dx, dtype), part
 
 
 def _part_shape(g: torch.Tensor, param_grads: bool) -> tuple:
     return (3,) + tuple(g.shape[1:]) if param_grads else (0,)
 
 
-@leaky_backward_op.register_fake
+@torch.library.register_fake("qsnn_kernels::leaky_backward")
 def _(grad_spk, u, v, beta, threshold, graded_spikes_factor, reset_mechanism, reset_delay, surrogate,
       surrogate_alpha, param_grads):
     acc = torch.float64 if grad_spk.dtype == torch.float64 else torch.float32
@@ -200,6 +213,7 @@ def _loop_vmap(op, info, in_dims, args, n_tensors):
     return tuple(torch.stack(parts) for parts in zip(*outs)), (0,) * len(outs[0])
 
 
+@signature_once
 class LeakyFunction(torch.autograd.Function):
     """Forward with the trace saved; backward by the fused reverse sweep. An ``autograd.Function`` with
     ``setup_context`` so torch.func's grad/vmap compose with it (``custom_op.register_autograd`` does not)."""
@@ -288,7 +302,7 @@ def _sj_scalars(tau: float, v_reset: Optional[float]):
     return 1.0 / float(tau), (0.0 if v_reset is None else float(v_reset))
 
 
-@torch.library.custom_op("qsnn_kernels::sj_lif", mutates_args=())
+@operator("sj_lif")
 def sj_lif_op(x: torch.Tensor, tau: float, decay_input: bool, v_threshold: float, v_reset: Optional[float],
               detach_reset: bool, surrogate: str, surrogate_alpha: Optional[float],
               save: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -306,10 +320,10 @@ def sj_lif_op(x: torch.Tensor, tau: float, decay_input: bool, v_threshold: float
         consts = _consts([inv_tau, float(v_threshold), reset, reset], x.dtype, x.device)
         K_.sj_lif_fwd(x.device, (grid,), xk, spk, h if save else spk, consts, steps, n, DECAY_INPUT=decay_input,
                       SOFT=v_reset is None, SAVE=save, BLOCK=block, **_flags(x), **extra)
-    return spk.to(x.dtype), h.to(x.dtype)
+    return _as(spk, x.dtype), _as(h, x.dtype)
 
 
-@sj_lif_op.register_fake
+@torch.library.register_fake("qsnn_kernels::sj_lif")
 def _(x, tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, surrogate_alpha, save):
     return torch.empty_like(x), (torch.empty_like(x) if save else x.new_empty(0))
 
@@ -322,7 +336,7 @@ def _(info, in_dims, x, *options):
     return out, tuple(1 if t.numel() else None for t in out)
 
 
-@torch.library.custom_op("qsnn_kernels::sj_lif_backward", mutates_args=())
+@operator("sj_lif_backward")
 def sj_lif_backward_op(grad_spk: torch.Tensor, h: torch.Tensor, tau: float, decay_input: bool, v_threshold: float,
                        v_reset: Optional[float], detach_reset: bool, surrogate: str,
                        surrogate_alpha: Optional[float]) -> torch.Tensor:
@@ -340,10 +354,10 @@ def sj_lif_backward_op(grad_spk: torch.Tensor, h: torch.Tensor, tau: float, deca
         K_.sj_lif_bwd(g.device, (grid,), g, _kernel_view(h), dx, consts, steps, n, DECAY_INPUT=decay_input,
                       SOFT=v_reset is None, DETACH=detach_reset, SURROGATE=SURROGATES[surrogate],
                       F64=dtype == torch.float64, BLOCK=block, **extra)
-    return dx.to(dtype)
+    return _as(dx, dtype)
 
 
-@sj_lif_backward_op.register_fake
+@torch.library.register_fake("qsnn_kernels::sj_lif_backward")
 def _(grad_spk, h, *options):
     return torch.empty_like(grad_spk)
 
@@ -354,6 +368,7 @@ def _(info, in_dims, grad_spk, h, *options):
     return sj_lif_backward_op(g.contiguous(), hh.contiguous(), *options), 1
 
 
+@signature_once
 class SJLIFFunction(torch.autograd.Function):
     """Forward with the charges saved; backward by the fused reverse sweep (see :class:`LeakyFunction`)."""
 
