@@ -523,6 +523,7 @@ def to_pytest_outcome(result: CellResult, reproduce: str | None = None) -> None:
         pytest.xfail(visible(f"known failure: {result.known['reason']} [{result.cause}]"))
     header = {"fail": f"[{result.cause}]", "xpass": "[xpass] unexpected pass of a known failure:",
               "timeout": "[timeout]", "crash": "[crash]"}[result.outcome]
+    also = "".join(f"\nalso found: [{found['cause']}] {found['message']}" for found in result.also)
     example = f"\nminimal example: {result.example}" if result.example else ""
     again = f"\nreproduce: {reproduce}" if reproduce else ""
-    pytest.fail(visible(f"{header} {result.message}{example}{again}"), pytrace=False)
+    pytest.fail(visible(f"{header} {result.message}{also}{example}{again}"), pytrace=False)

@@ -29,7 +29,7 @@ from .core.strategies import stable_draws
 from .core.types import Cell, Example
 from .records.io import NO_DEVICE, NOT_APPLICABLE, CellResult
 from .transforms import Context, TransformRun
-from .transforms.harness import DTYPES
+from .transforms.harness import DTYPES, leaks
 
 
 class CellTimeout(BaseException):
@@ -129,9 +129,11 @@ def outcome_for(cell: Cell, ctx: Context, key: str) -> TransformRun:
     cached = _OUTCOMES.get(cache_key)
     if cached is None:
         before = isolation.snapshot()
+        ctx.watched = []
         try:
             cached = transform.fn(ctx)
         except TransformFailed as failure:
+            failure.left_in_module = _left_in_watched(ctx)
             cached = failure
         finally:
             left_behind = isolation.restore(before)
@@ -145,8 +147,22 @@ def outcome_for(cell: Cell, ctx: Context, key: str) -> TransformRun:
         found = cached.findings.process_leaks if isinstance(cached, TransformRun) else cached.process_leaks
         _UNDONE.extend(line for line in found if line not in _UNDONE)
     if isinstance(cached, TransformFailed):
-        raise TransformFailed(cached.stage, cached.error) from cached.error
+        again = TransformFailed(cached.stage, cached.error)
+        again.left_in_module = cached.left_in_module
+        raise again from cached.error
     return cached
+
+
+def _left_in_watched(ctx: Context) -> list[str]:
+    """What a transform that raised left in the modules it watched (a failure must leave a module as it found it:
+    a user catches the error and goes on with the module)."""
+    found = []
+    for module, before in ctx.watched:
+        try:
+            found.extend(leaks(module, *before))
+        except Exception as error:  # noqa: BLE001 - a module too broken to inspect is a finding too
+            found.append(f"the module could not be inspected: {type(error).__name__}: {error}"[:300])
+    return found
 
 
 def truth_for(cell: Cell, ctx: Context, key: str) -> Truth:
@@ -274,6 +290,10 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
         finally:
             _UNDONE = None
     result = _result(error, state, time.perf_counter() - started, transform.stage_causes_of())
+    after_failure = CHECKS[cell.check].after_failure
+    if isinstance(error, TransformFailed) and after_failure is not None:
+        result.also = [{"cause": found.cause, "message": found.message}
+                       for found in after_failure(cell.transform, error)]
     if undone:
         result.extra["process_state_restored"] = undone
     return _apply_known(result, known)
@@ -383,9 +403,13 @@ def _apply_known(result: CellResult, known) -> CellResult:
         result.outcome = "xpass"
         result.message = f"known failure no longer fails (remove the entry): {known.reason}"
     elif result.outcome == "fail":
-        if known.explains(result.cause):
-            result.outcome = "xfail"
-        else:
+        unexplained = [found["cause"] for found in result.also if not known.explains(found["cause"])]
+        if not known.explains(result.cause):
             result.message = (f"known failure expected cause {known.cause!r} but got {result.cause!r}\n"
                               + result.message)
+        elif unexplained:  # the known failure, and a further finding no entry explains: a new finding
+            result.message = (f"known failure {known.cause!r}, but also found {', '.join(unexplained)} (see "
+                              f"also)\n" + result.message)
+        else:
+            result.outcome = "xfail"
     return result

@@ -96,6 +96,50 @@ class _KeepsLastMembrane(torch.nn.Module):
         return out
 
 
+class _StoresThenRaises(torch.nn.Module):
+    """Keeps its input as hidden state, then raises under vmap (a data-dependent branch): the failed vmap leaves a
+    batched tensor in the module, which a user who catches the error goes on using."""
+
+    def forward(self, x):
+        self.last_input = x
+        if x.sum() > float("inf"):  # a Python bool on tensor data: vmap refuses it
+            return x
+        return torch.where(x >= 0, 1.0, -1.0).to(x.dtype)
+
+
+def test_a_cell_records_what_a_failed_transform_left_in_the_module_as_a_further_finding():
+    """One cell, all its findings (issue 18 section 4): vmap raising is the first finding of no_state_leak, and the
+    batched tensor it left in the module is recorded too (``also``), in the record and in the report's message; the
+    checks that cannot look at the module record only the failure. A known failure that explains only the first
+    finding does not hide the second: the cell fails."""
+    from conformance.core.types import Known
+    from conformance.records.io import make_record
+    from conformance.report.data import ALSO_FOUND, normalise
+
+    subject = Subject(id="mutant.stores_then_raises", spec="quant.sign_ste", build=lambda ex: _StoresThenRaises(),
+                      fixed={"zero_value": 1.0}, library="mutants")
+    registry.register(subject)
+    cell = Cell(subject.id, "vmap", "no_state_leak", "cpu", "float32")
+    result = run_cell(cell)
+    assert result.outcome == "fail" and result.cause == "data-dependent-item", (result.cause, result.message[:300])
+    assert [found["cause"] for found in result.also] == ["state-leak"], result.also
+    assert "last_input: functorch-wrapped" in result.also[0]["message"]
+    record = make_record(run="t", cell=cell, subject=subject, result=result, reproduce="", env={})
+    assert record["also"][0]["cause"] == "state-leak"
+    assert ALSO_FOUND + "[state-leak]" in normalise(record)["message"]
+    assert run_cell(Cell(subject.id, "vmap", "preserves_forward", "cpu", "float32")).also == []
+
+    known_first_only = Known(transform="vmap", cause="data-dependent-item", reason="vmap refuses the bool",
+                             reproducer="reproducers/README.md")
+    registry.register(Subject(id="mutant.stores_then_raises_known", spec="quant.sign_ste",
+                              build=lambda ex: _StoresThenRaises(), fixed={"zero_value": 1.0}, library="mutants",
+                              known=(known_first_only,)))
+    hidden = run_cell(Cell("mutant.stores_then_raises_known", "vmap", "no_state_leak", "cpu", "float32"))
+    assert hidden.outcome == "fail" and "also found state-leak" in hidden.message, hidden.message[:300]
+    forward_only = run_cell(Cell("mutant.stores_then_raises_known", "vmap", "preserves_forward", "cpu", "float32"))
+    assert forward_only.outcome == "xfail", forward_only.message[:300]
+
+
 def test_functional_call_lets_a_forward_update_its_own_buffers_as_eager_does():
     """torch.func.functional_call documents that buffers it is not given stay the module's: a forward that updates
     them does so as an eager forward would, which is no leak (snntorch's and sinabs' neurons were blamed for it);

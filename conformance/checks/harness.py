@@ -23,6 +23,9 @@ class Check:
     applies_to: tuple[str, ...] = ()
     #: judges state carried between calls: not applicable to a subject without a call protocol
     needs_protocol: bool = False
+    #: what the check still finds after the transform raised (``(transform, failure) -> [CheckFailed]``): recorded
+    #: with the transform's failure as the cell's further findings (``also``)
+    after_failure: Callable[[str, TransformFailed], list[CheckFailed]] | None = None
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..core.causes import CheckFailed
+from ..core.causes import CheckFailed, TransformFailed
 from ..transforms import Context, TransformRun
 from ..transforms.harness import drive, foreign_tensor, tensor_state
 from .harness import Check, Truth, by_call, compare, tie_margin, time_dim, tol
@@ -53,6 +53,15 @@ def check_no_state_leak(ctx: Context, out: TransformRun, truth: Truth, transform
     return 0
 
 
+def left_after_failure(transform: str, failure: TransformFailed) -> list[CheckFailed]:
+    """After the transform raised: what it left in the module (a user who catches the error keeps the module)."""
+    left = failure.left_in_module
+    if not left:
+        return []
+    return [CheckFailed("state-leak", f"after it raised, {transform} left {len(left)} problem(s) in the module: "
+                        + "; ".join(left[:5]))]
+
+
 def check_state_matches_eager(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
     """After forward+backward, the module holds the same hidden state as after an eager forward+backward."""
     if out.findings.state_pair is None:
@@ -96,7 +105,7 @@ def check_returns_no_state(ctx: Context, out: TransformRun, truth: Truth, transf
 
 CHECKS = (
     Check("copy_independent", check_copy_independent),
-    Check("no_state_leak", check_no_state_leak),
+    Check("no_state_leak", check_no_state_leak, after_failure=left_after_failure),
     Check("state_matches_eager", check_state_matches_eager),
     Check("calls_compose", check_calls_compose, needs_protocol=True),
     Check("returns_no_state", check_returns_no_state, needs_protocol=True),

@@ -89,6 +89,8 @@ class TransformFailed(Exception):
         self.stage = stage
         self.error = error
         self.process_leaks: list[str] = []  # process-wide state it left behind (conformance.core.isolation)
+        #: what it left in the module(s) it was transforming (foreign tensors, changed values), found after it raised
+        self.left_in_module: list[str] = []
 
 
 # (pattern over "ExceptionType: message", cause), first match wins.

@@ -44,6 +44,9 @@ class CellResult:
     known: dict | None = None
     duration_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the check's further findings besides the first (``{"cause", "message"}``), e.g. what a transform that raised
+    #: left in the module
+    also: list[dict[str, str]] = field(default_factory=list)
 
 
 def capped(text: str | None, limit: int = TEXT_CAP) -> str | None:
@@ -85,6 +88,8 @@ def make_record(*, run: str, cell, subject, result: CellResult, reproduce: str, 
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "env": env,
         **({"extra": result.extra} if result.extra else {}),
+        **({"also": [{"cause": f["cause"], "message": capped(f["message"])} for f in result.also]}
+           if result.also else {}),
     }
 
 

@@ -159,6 +159,8 @@ class Row:
 
 
 LEFT_BEHIND = "left behind in the worker process (undone before the next cell): "
+#: how a cell's further findings (the record's ``also``) follow its first in the message
+ALSO_FOUND = "also found: "
 
 
 def left_behind(record) -> list[str]:
@@ -337,6 +339,11 @@ class _Loader:
         extra = record.get("extra")
         lines = extra.get("process_state_restored") if isinstance(extra, dict) else None
         undone = tuple(cap(line) for line in lines[:20]) if isinstance(lines, list) else ()
+        also = record.get("also")
+        if isinstance(also, list) and also:  # the check's further findings, shown after the first
+            found = "; ".join(f"[{cap(f.get('cause'), SHORT_CAP)}] {cap(f.get('message'))}" for f in also[:5]
+                              if isinstance(f, dict))
+            message = cap((message + "\n" if message else "") + ALSO_FOUND + found)
         if undone:  # shown with the message: a finding about the library/torch even when the cell itself passed
             message = cap((message + "\n" if message else "") + LEFT_BEHIND + "; ".join(undone))
         known = record.get("known")

@@ -183,6 +183,7 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
               reason="the state buffers (v_mem) are in state_dict with the used batch shape, while a fresh layer "
                      "holds shape-(0) placeholders: load_state_dict reports a size mismatch",
               reproducer="reproducers/sinabs/state_dict_used_layer_size_mismatch.py"),
+        *(_failed_transform_leaves_state(t) for t in ("vmap", "grad", "jvp")),
         Known("vmap", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE,
               reproducer="reproducers/sinabs/torch_func_vmap_spike_fn.py"),
         Known("grad", cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE,
@@ -213,7 +214,8 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
     if learnable:
         opacus = ("Opacus refuses a trainable layer that also holds buffers (the v_mem state): 'Model contains a "
                   "trainable layer with buffers that Opacus doesn't currently support'")
-        known += [Known("per_sample_grad", cause="autograd-function-without-setup_context", reason=_OLD_STYLE,
+        known += [_failed_transform_leaves_state("per_sample_grad"),
+                  Known("per_sample_grad", cause="autograd-function-without-setup_context", reason=_OLD_STYLE,
                         link=_SPIKE, reproducer="reproducers/sinabs/torch_func_per_sample_grad_spike_fn.py"),
                   Known("opacus_*", cause="opacus-failed", reason=opacus, link=_LAYER,
                         reproducer="reproducers/sinabs/opacus_layer_with_state_buffers.py")]
@@ -225,6 +227,16 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
                         reason=_STEPPED_GRAPH_FORGETS.format(made="exported", graph="program"),
                         reproducer="reproducers/sinabs/layer_export_forgets_state.py")]
     return tuple(known)
+
+
+def _failed_transform_leaves_state(transform: str) -> Known:
+    """What no_state_leak finds besides the failed torch.func transform (issue 18, section 4)."""
+    return Known(transform, "no_state_leak", cause="autograd-function-without-setup_context", also=("state-leak",),
+                 link=f"{_SRC}/layers/stateful_layer.py",
+                 reason=_OLD_STYLE + "; and the layer sets up and updates v_mem before the spike function raises, so "
+                        "the failed transform leaves it changed: re-initialised to one sample's shape (vmap) or "
+                        "holding a functorch-wrapped tensor (grad, jvp, per-sample gradients)",
+                 reproducer="reproducers/sinabs/failed_torch_func_leaves_state.py")
 
 
 _STEPPED_GRAPH_FORGETS = ("{made} on a fresh layer, the {graph} records the re-initialisation of v_mem to zeros (its "

@@ -258,11 +258,23 @@ _OLD_STYLE_FUNCTION = ("snntorch's spike functions are torch.autograd.Function s
                        "`forward(ctx, ...)` and no setup_context, which torch.func transforms refuse")
 
 
-def _old_style_function(*transforms: str) -> tuple[Known, ...]:
-    return tuple(Known(transform=t, cause="autograd-function-without-setup_context", reason=_OLD_STYLE_FUNCTION,
-                       link=f"{SURROGATE_SRC}#L187",
-                       reproducer="reproducers/snntorch/torch_func_autograd_function_no_setup_context.py")
-                 for t in transforms)
+_LEAVES_WRAPPED_STATE = ("; and the failed transform leaves its functorch-wrapped tensors in the neuron's state "
+                         "buffers (mem, syn, spk): forward stores the new state in the module before the spike "
+                         "function raises (copy.deepcopy of that neuron then raises)")
+
+
+def _old_style_function(*transforms: str, neuron: bool = False) -> tuple[Known, ...]:
+    entries = []
+    for t in transforms:
+        if neuron:  # what no_state_leak finds besides the failure (issue 18, section 4)
+            entries.append(Known(transform=t, check="no_state_leak", cause="autograd-function-without-setup_context",
+                                 also=("state-leak",), reason=_OLD_STYLE_FUNCTION + _LEAVES_WRAPPED_STATE,
+                                 link=f"{SOURCE}/_neurons/leaky.py#L210",
+                                 reproducer="reproducers/snntorch/failed_torch_func_leaves_wrapped_state.py"))
+        entries.append(Known(transform=t, cause="autograd-function-without-setup_context", reason=_OLD_STYLE_FUNCTION,
+                             link=f"{SURROGATE_SRC}#L187",
+                             reproducer="reproducers/snntorch/torch_func_autograd_function_no_setup_context.py"))
+    return tuple(entries)
 
 
 def _float_spikes(transform: str = "eager", check: str = "output_dtype") -> tuple[Known, ...]:
@@ -292,9 +304,9 @@ NEURON_KNOWN: tuple[Known, ...] = (
           reason="TorchScript cannot compile snntorch's neurons: the `reset_mechanism` property, the bound "
                  "`state_function` attribute and the autograd.Function spike closures are all unscriptable",
           reproducer="reproducers/snntorch/jit_script_neuron.py"),
-    *_old_style_function("vmap", "grad", "jvp"),
+    *_old_style_function("vmap", "grad", "jvp", neuron=True),
 )
-PARAM_KNOWN: tuple[Known, ...] = _old_style_function("per_sample_grad")
+PARAM_KNOWN: tuple[Known, ...] = _old_style_function("per_sample_grad", neuron=True)
 
 EXPORT_LEAK = Known(
     transform="export", check="no_state_leak", cause="state-leak", link=f"{SOURCE}/_neurons/leaky.py#L209",
@@ -318,6 +330,15 @@ _TENSOR_BRANCH = ("with reset_delay=False, forward branches on the tensor buffer
 _TENSOR_BRANCH_EXPORT = ("with reset_delay=False, forward branches on the tensor buffer `reset_mechanism_val` "
                          "(`if self.reset_mechanism_val == 0:`), a data-dependent guard torch.export cannot resolve")
 _TENSOR_BRANCH_BREAK = "graph-break:Data-dependent branching"
+
+
+def _failed_export_leaves_reset(link: str) -> Known:
+    """What no_state_leak finds besides the failed export (issue 18, section 4)."""
+    return Known(transform="export", check="no_state_leak", cause="data-dependent-item", also=("state-leak",),
+                 link=link, reason=_TENSOR_BRANCH_EXPORT + "; before the branch, forward has stored the step's reset "
+                 "signal as a plain tensor attribute (`self.reset = self.mem_reset(self.mem)`), so the failed "
+                 "export leaves the tracer's FakeTensor in `neuron.reset`",
+                 reproducer="reproducers/snntorch/failed_export_leaves_fake_tensor.py")
 NO_RESET_DELAY_KNOWN: tuple[Known, ...] = (
     Known(transform="compile_*", check="no_graph_breaks", cause=_TENSOR_BRANCH_BREAK, reason=_TENSOR_BRANCH,
           link=f"{SOURCE}/_neurons/leaky.py#L226",
@@ -325,6 +346,7 @@ NO_RESET_DELAY_KNOWN: tuple[Known, ...] = (
     Known(transform="compile_*", cause="data-dependent-item", reason=_TENSOR_BRANCH,
           link=f"{SOURCE}/_neurons/leaky.py#L226",
           reproducer="reproducers/snntorch/compile_leaky_reset_delay_false_branch.py"),
+    _failed_export_leaves_reset(f"{SOURCE}/_neurons/leaky.py#L209"),
     Known(transform="export", cause="data-dependent-item", link=f"{SOURCE}/_neurons/leaky.py#L226",
           reason=_TENSOR_BRANCH_EXPORT, reproducer="reproducers/snntorch/export_leaky_reset_delay_false_branch.py"),
     Known(transform="checkpoint", check="state_matches_eager", cause="state-advanced-twice",
@@ -401,6 +423,7 @@ RSYNAPTIC_NO_RESET_DELAY: tuple[Known, ...] = (
     Known(transform="compile_*", cause="data-dependent-item", reason=_TENSOR_BRANCH,
           link=f"{SOURCE}/_neurons/rsynaptic.py#L371",
           reproducer="reproducers/snntorch/compile_rsynaptic_reset_delay_false_branch.py"),
+    _failed_export_leaves_reset(f"{SOURCE}/_neurons/rsynaptic.py#L371"),
     Known(transform="export", cause="data-dependent-item", link=f"{SOURCE}/_neurons/rsynaptic.py#L371",
           reason=_TENSOR_BRANCH_EXPORT, reproducer="reproducers/snntorch/export_rsynaptic_reset_delay_false_branch.py"),
 )

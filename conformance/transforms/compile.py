@@ -19,7 +19,6 @@ from .harness import (
     leaks,
     run_forward_backward,
     stage,
-    watch_state,
 )
 
 #: where these transforms stand in the table (and the report's columns)
@@ -67,7 +66,7 @@ def _compile_transform(name: str, backend: str, dynamic: bool | None, *,
         import torch._dynamo
 
         module = build(ctx)
-        before = watch_state(module)
+        before = ctx.watch(module)
         torch._dynamo.reset()
         try:
             with stage(name):

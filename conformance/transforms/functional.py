@@ -21,7 +21,6 @@ from .harness import (
     leaks,
     snapshot_buffers,
     stage,
-    watch_state,
 )
 
 #: where these transforms stand in the table (and the report's columns)
@@ -34,7 +33,7 @@ def functional_call(ctx: Context) -> TransformRun:
     """torch.func.functional_call with other parameter values computes what a module holding them computes,
     and leaves the module's own parameters, buffers and .grad untouched."""
     module = build(ctx)
-    before = watch_state(module)
+    before = ctx.watch(module)
     other = dict(module.named_parameters())
     factor = 0.9
     new_params = {n: (p.detach() * factor).requires_grad_(p.requires_grad) for n, p in other.items()}
@@ -77,7 +76,7 @@ def _loop(ctx: Context, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
 def vmap(ctx: Context) -> TransformRun:
     """torch.func.vmap over the batch equals a Python loop over samples, and leaves no batched state behind."""
     module = build(ctx)
-    before = watch_state(module)
+    before = ctx.watch(module)
     x, bd = ctx.input(), ctx.batch_dim
     with stage("vmap"):
         y = torch.func.vmap(_per_sample_call(module, bd), in_dims=bd, out_dims=bd)(x)
@@ -89,7 +88,7 @@ def vmap(ctx: Context) -> TransformRun:
 def func_grad(ctx: Context) -> TransformRun:
     """torch.func.grad (input and parameters, through functional_call) equals autograd's backward."""
     module = build(ctx)
-    before = watch_state(module)
+    before = ctx.watch(module)
     x = ctx.input()
     params = {n: p.detach() for n, p in module.named_parameters()}
     cot = None
@@ -113,7 +112,7 @@ def func_grad(ctx: Context) -> TransformRun:
 def per_sample_grad(ctx: Context) -> TransformRun:
     """vmap(grad(functional_call)) per-sample parameter gradients equal a loop of single-sample backward passes."""
     module = build(ctx)
-    before = watch_state(module)
+    before = ctx.watch(module)
     x, bd = ctx.input(), ctx.batch_dim
     names = dict(ctx.subject.param_map)
     params = {path: module.get_parameter(path).detach() for path in names.values()}
@@ -218,7 +217,7 @@ opacus_functorch = _opacus_transform("functorch")
 def jvp(ctx: Context) -> TransformRun:
     """Forward-mode AD agrees with reverse mode: <v, J u> from torch.func.jvp equals <J^T v, u> from backward."""
     module = build(ctx)
-    before = watch_state(module)
+    before = ctx.watch(module)
     x = ctx.input()
     reverse = eager(ctx)
     gen = torch.Generator().manual_seed(7)

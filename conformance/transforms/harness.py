@@ -37,6 +37,15 @@ class Context:
     #: drive the subject through its call protocol (set by the runner for a transform that yields a module, when
     #: the subject's state persists between calls): ``build`` makes the module a user holds, ``drive`` feeds it
     persistent: bool = False
+    #: the modules a transform watches (``watch``) with their state before it: after the transform raises, the
+    #: runner still reports what the failure left in them
+    watched: list = field(default_factory=list)
+
+    def watch(self, module: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, bool]]:
+        """The module's state before the transform (``watch_state``), remembered for the case that it raises."""
+        before = watch_state(module)
+        self.watched.append((module, before))
+        return before
 
     def build(self, example: Example | None = None) -> nn.Module:
         """A fresh subject module for ``example`` on the cell's device and dtype (the one its users call step by

@@ -16,7 +16,6 @@ from .harness import (
     reset,
     run_forward_backward,
     stage,
-    watch_state,
 )
 
 #: where these transforms stand in the table (and the report's columns)
@@ -60,7 +59,7 @@ def jit_trace(ctx: Context) -> TransformRun:
 def export(ctx: Context) -> TransformRun:
     """torch.export.export(module) runs like the eager module on another input, leaving the module untouched."""
     module = build(ctx)
-    before = watch_state(module)
+    before = ctx.watch(module)
     with stage("export"):
         program = torch.export.export(module, (example_input(ctx),))
         exported = program.module()

@@ -204,7 +204,8 @@ def test_recorded_strings_cannot_inject_markup(write_records, out_dir):
     results = write_records([
         record("lib.<lambda>", "eager", "forward_matches_spec", "fail", library="<b>lib</b>", message=evil,
                cause="graph-break:call <lambda>", example=evil, reproduce=evil,
-               known={"reason": evil, "link": "javascript:alert(1)", "cause": None}),
+               known={"reason": evil, "link": "javascript:alert(1)", "cause": None},
+               also=[{"cause": "state-leak", "message": evil}]),
         record("lib.ok", "eager", "forward_matches_spec", "pass", library="<b>lib</b>")])
     assert render(results, out_dir, "--diff-against", str(results)) == 0
     html = (out_dir / "matrix.html").read_text()
@@ -214,6 +215,7 @@ def test_recorded_strings_cannot_inject_markup(write_records, out_dir):
     data = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S).group(1)
     assert "<" not in data and ">" not in data and "&" not in data
     assert evil in json.loads(data)["strings"]  # the text itself survives, as text
+    assert f"{evil}\n{report_data.ALSO_FOUND}[state-leak] {evil}" in json.loads(data)["strings"]  # further findings
     md = (out_dir / "matrix.md").read_text()
     assert "<lambda>" not in md and "&lt;lambda&gt;" in md
 
