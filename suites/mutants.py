@@ -438,6 +438,21 @@ class AutocastForgetsScale(nn.Module):
         return y * 0.5 if torch.is_autocast_enabled(x.device.type) else y
 
 
+class LsqHalfAway(nn.Module):
+    """LSQ rounding half away from zero (``floor(|v| + 0.5)``) where the spec rounds half to even: right everywhere
+    but on the rounding ties, which the drawn examples keep a tenth of a step away from."""
+
+    def __init__(self, example: Example):
+        super().__init__()
+        self.step = nn.Parameter(example.params["step"].clone())
+        self.hyper = dict(example.hyper)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        qn, qp = quant._lsq_range(self.hyper["bits"], self.hyper["signed"])
+        v = (x / self.step).clamp(-qn, qp)
+        return torch.sign(v) * torch.floor(v.abs() + 0.5) * self.step
+
+
 def _subject(name: str, spec: str, build, *, fixed=None, param_map=None, protocol=None) -> Subject:
     return Subject(id=f"mutant.{name}", spec=spec, build=build, fixed=fixed or {}, param_map=param_map or {},
                    library="mutants", protocol=protocol)
@@ -476,6 +491,8 @@ MUTANTS: tuple[Mutant, ...] = (
                     lambda ex: SpecModule(quant.uniform_quantize, {}, dict(ex.hyper, rounding="half_up")),
                     fixed={"rounding": "half_even", "channel_dim": None}),
            "eager", "forward_matches_spec", "forward-mismatch", "ties rounded up where half-to-even is spec'd"),
+    Mutant(_subject("lsq_rounds_half_away", "quant.lsq", LsqHalfAway, param_map={"step": "step"}),
+           "eager", "forward_matches_spec", "forward-mismatch", "LSQ ties rounded away from zero, not to even"),
     Mutant(_subject("reset_order", "neuron.leaky", reset_from_current_step, fixed=dict(_LEAKY),
                     param_map={"beta": "beta", "threshold": "threshold"}),
            "eager", "forward_matches_spec", "forward-mismatch", "reset from the current instead of the previous step"),

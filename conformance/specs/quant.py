@@ -325,6 +325,77 @@ def ternary_margin(example: Example) -> torch.Tensor:
     return x.abs() - quant.ternary_threshold(x, delta_factor=example.hyper["delta_factor"])
 
 
+def _edge_rows(values: list[float], fixed, *, batch: int = 2) -> torch.Tensor:
+    """Edge values as ``(batch, len)`` rows (each row rolled by one, so every value meets every position)."""
+    row = torch.tensor(values, dtype=torch.float64)
+    return torch.stack([row.roll(j) for j in range(S.edge_hyper(fixed, "batch", batch))])
+
+
+def _ties_and_levels(low: int, high: int) -> list[float]:
+    """Every level ``k`` and rounding tie ``k + 0.5`` from ``low`` to ``high`` (in steps)."""
+    return [k + half for k in range(low, high + 1) for half in (0.0, 0.5)]
+
+
+def dorefa_activation_edges(**fixed) -> list[Example]:
+    """1 and 2 bits: every level and rounding tie of x * n (exact, so judged strictly, where n = 1; within the tie
+    margin where n = 3), the clip edges 0 and 1 exactly, values past them, -0 and |x| = 1e4."""
+    examples = []
+    for bits in (1, 2):
+        bits = S.edge_hyper(fixed, "bits", bits)
+        n = 2 ** bits - 1
+        values = [v / n for v in _ties_and_levels(-1, n + 1)] + [0.0, -0.0, 1e4, -1e4]
+        hyper = dict(bits=bits, gradient=S.edge_hyper(fixed, "gradient", quant.DOREFA_ACTIVATION_GRADIENTS[0]))
+        examples.append(Example(_edge_rows(values, fixed), {}, hyper))
+    return examples
+
+
+def dorefa_weight_edges(**fixed) -> list[Example]:
+    """Zeros of both signs, |x| = 1e4 (tanh exactly +-1, the maximum) and values in between, 1 and 2 bits; a batch
+    of one, as the statistic spans the tensor."""
+    values = [0.0, -0.0, 1e4, -1e4, 0.5, -0.5, 2.0, -3.0, 0.125, -0.125]
+    return [Example(_edge_rows(values, fixed, batch=1), {},
+                    dict(bits=S.edge_hyper(fixed, "bits", bits),
+                         gradient=S.edge_hyper(fixed, "gradient", quant.DOREFA_WEIGHT_GRADIENTS[0])))
+            for bits in (1, 2)]
+
+
+def pact_edges(**fixed) -> list[Example]:
+    """alpha = n (levels and ties exact integers) and alpha = 0.5 with 1 bit (ties at 0.25): every level and tie,
+    the clip edges 0 and alpha exactly, values past them, -0 and |x| = 1e4."""
+    examples = []
+    for bits, alpha in ((2, 3.0), (1, 0.5)):
+        bits = S.edge_hyper(fixed, "bits", bits)
+        n = 2 ** bits - 1
+        values = [v * alpha / n for v in _ties_and_levels(-1, n + 1)] + [0.0, -0.0, alpha, 1e4, -1e4]
+        examples.append(Example(_edge_rows(values, fixed), {"alpha": torch.tensor(alpha, dtype=torch.float64)},
+                                dict(bits=bits)))
+    return examples
+
+
+def lsq_edges(**fixed) -> list[Example]:
+    """Power-of-two steps, signed and unsigned: every level and rounding tie of x / step (exact), the clip edges
+    -qn and qp exactly, values past them, -0 and |x| = 1e4."""
+    examples = []
+    for signed, bits, step in ((True, 3, 0.25), (False, 2, 0.5)):
+        signed = S.edge_hyper(fixed, "signed", signed)
+        bits = S.edge_hyper(fixed, "bits", bits)
+        qn, qp = quant._lsq_range(bits, signed)
+        values = [v * step for v in _ties_and_levels(-qn - 1, qp + 1)] + [0.0, -0.0, 1e4, -1e4]
+        examples.append(Example(_edge_rows(values, fixed), {"step": torch.tensor(step, dtype=torch.float64)},
+                                dict(bits=bits, signed=signed, grad_scale=S.edge_hyper(fixed, "grad_scale", 1.0))))
+    return examples
+
+
+def ternary_edges(**fixed) -> list[Example]:
+    """Values exactly at +-delta (mean|x| = 1 and delta_factor 0.5, so delta = 0.5: the spec keeps only |x| > delta),
+    zeros of both signs; and |x| = 1e4 beside small values (which fall under delta). A batch of one: the statistics
+    span the tensor."""
+    factor = S.edge_hyper(fixed, "delta_factor", 0.5)
+    on_delta = [1.5, -1.5, 0.5, -0.5, 0.0, -0.0, 2.0, -2.0]  # mean|x| = 1.0
+    large = [1e4, -1e4, 0.25, -0.25, 3.0, -0.0, 0.0, 1.0]
+    return [Example(_edge_rows(values, fixed, batch=1), {}, dict(delta_factor=factor)) for values in (on_delta, large)]
+
+
 # ----------------------------------------------------------------------------------------------- packing
 
 def pack_signs_examples(**fixed):
@@ -642,16 +713,16 @@ SPECS = (
          doc="k-bit fake quantization, round-then-add-zero-point, STE 1 inside the integer range. "
              "Margin: distance of x to the nearest rounding edge, in units of x."),
     Spec(id="quant.dorefa_weight", fn=quant.dorefa_weight, examples=dorefa_weight_examples,
-         margin=dorefa_weight_margin, doc="DoReFa weights (max|tanh| over the tensor). " + _PER_TENSOR
+         margin=dorefa_weight_margin, edges=dorefa_weight_edges, doc="DoReFa weights (max|tanh| over the tensor). " + _PER_TENSOR
          + " Margin: distance of r*n to the nearest rounding edge, in steps."),
     Spec(id="quant.dorefa_activation", fn=quant.dorefa_activation, examples=dorefa_activation_examples,
-         margin=dorefa_activation_margin, doc="DoReFa activations. Margin: distance of x to a rounding or clip edge."),
-    Spec(id="quant.pact", fn=quant.pact, examples=pact_examples, margin=pact_margin,
+         margin=dorefa_activation_margin, edges=dorefa_activation_edges, doc="DoReFa activations. Margin: distance of x to a rounding or clip edge."),
+    Spec(id="quant.pact", fn=quant.pact, examples=pact_examples, margin=pact_margin, edges=pact_edges,
          doc="PACT with learnable alpha (shape ()). Margin: distance of x to a rounding or clip edge."),
-    Spec(id="quant.lsq", fn=quant.lsq, examples=lsq_examples, margin=lsq_margin,
+    Spec(id="quant.lsq", fn=quant.lsq, examples=lsq_examples, margin=lsq_margin, edges=lsq_edges,
          doc="LSQ with learnable step (shape ()) and explicit grad_scale. "
              "Margin: distance of x to a rounding or clip edge, in units of x."),
-    Spec(id="quant.ternary", fn=quant.ternary, examples=ternary_examples, margin=ternary_margin,
+    Spec(id="quant.ternary", fn=quant.ternary, examples=ternary_examples, margin=ternary_margin, edges=ternary_edges,
          doc="TWN ternary. " + _PER_TENSOR + " Margin: |x| - delta."),
     Spec(id="packing.pack_signs", fn=packing.pack_signs, examples=pack_signs_examples, differentiable=False,
          doc="Output dtype is int8/16/32/64 by word_bits (signed words), not the input's: compare against "
