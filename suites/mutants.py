@@ -453,6 +453,18 @@ class LsqHalfAway(nn.Module):
         return torch.sign(v) * torch.floor(v.abs() + 0.5) * self.step
 
 
+class SignByDivision(nn.Module):
+    """Binarized weights with sign(x) computed as x / |x|: right for every nonzero weight, NaN at an exact zero
+    (which the spec maps to zero_value), and the drawn weights are never exactly zero."""
+
+    def __init__(self, example: Example):
+        super().__init__()
+        self.hyper = dict(example.hyper)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return quant.binarize_weight(x, **self.hyper).abs() * (x / x.abs())
+
+
 def _subject(name: str, spec: str, build, *, fixed=None, param_map=None, protocol=None) -> Subject:
     return Subject(id=f"mutant.{name}", spec=spec, build=build, fixed=fixed or {}, param_map=param_map or {},
                    library="mutants", protocol=protocol)
@@ -491,6 +503,8 @@ MUTANTS: tuple[Mutant, ...] = (
                     lambda ex: SpecModule(quant.uniform_quantize, {}, dict(ex.hyper, rounding="half_up")),
                     fixed={"rounding": "half_even", "channel_dim": None}),
            "eager", "forward_matches_spec", "forward-mismatch", "ties rounded up where half-to-even is spec'd"),
+    Mutant(_subject("sign_by_division", "quant.binarize_weight", SignByDivision),
+           "eager", "forward_matches_spec", "forward-mismatch", "sign(0) as 0 / 0 = NaN"),
     Mutant(_subject("lsq_rounds_half_away", "quant.lsq", LsqHalfAway, param_map={"step": "step"}),
            "eager", "forward_matches_spec", "forward-mismatch", "LSQ ties rounded away from zero, not to even"),
     Mutant(_subject("reset_order", "neuron.leaky", reset_from_current_step, fixed=dict(_LEAKY),

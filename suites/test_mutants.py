@@ -226,7 +226,8 @@ def test_a_persistent_subject_is_fed_one_step_per_call_and_reset_between_sequenc
 @pytest.mark.parametrize("mutant, check", [("wrong_far_from_threshold", "grad_matches_spec"),
                                            ("wrong_past_first_word", "forward_matches_spec"),
                                            ("rounds_ties_up", "forward_matches_spec"),
-                                           ("lsq_rounds_half_away", "forward_matches_spec")])
+                                           ("lsq_rounds_half_away", "forward_matches_spec"),
+                                           ("sign_by_division", "forward_matches_spec")])
 def test_the_edge_examples_find_what_the_draws_never_reach(mutant, check, monkeypatch):
     """The draws stay within x in [-3, 3], within one 32-bit word and a tenth of a step from rounding ties: without
     the spec's edge examples (|x| up to 1e4, rows of 2-3 words, every tie exactly) these mutants pass."""

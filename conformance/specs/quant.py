@@ -129,6 +129,21 @@ def binarize_weight_examples(**fixed):
     return draw_example()
 
 
+def binarize_weight_edges(**fixed) -> list[Example]:
+    """Exact zeros of both signs (sign(0) = zero_value, and the scale's gradient through |x| at 0), a row of zeros
+    only (its channel scale 0), |x| = 1e4 beside small values; every scaling, each zero_value (-1, +1, 0) and both
+    scale gradients (each as the subject fixes it). A batch of one for per-tensor scaling, as the draws."""
+    rows = [[0.0, -0.0, 0.5, -2.0, 1e4], [0.0, -0.0, 0.0, -0.0, 0.0], [-1e4, 0.25, -0.0, 3.0, -0.5]]
+    examples = []
+    for i, scaling in enumerate(quant.WEIGHT_SCALINGS):
+        scaling = S.edge_hyper(fixed, "scaling", scaling)
+        hyper = dict(scaling=scaling, zero_value=S.edge_hyper(fixed, "zero_value", quant.ZERO_VALUES[(2 * i) % 3]),
+                     scale_gradient=S.edge_hyper(fixed, "scale_gradient", i % 2 == 0))
+        x = torch.tensor(rows, dtype=torch.float64)
+        examples.append(Example(x.reshape(1, 3, 5) if scaling == "tensor" and "batch" not in fixed else x, {}, hyper))
+    return examples
+
+
 # ----------------------------------------------------------------------------------------------- k-bit
 
 def uniform_examples(**fixed):
@@ -707,6 +722,7 @@ SPECS = (
     Spec(id="quant.sign_hardtanh_ste", fn=quant.sign_hardtanh_ste, examples=_sign_examples(quant.sign_hardtanh_ste), edges=_sign_edges(quant.sign_hardtanh_ste),
          margin=_x_margin, doc="sign; hardtanh's gradient 1[-1 < x < 1] (open). Margin: x."),
     Spec(id="quant.binarize_weight", fn=quant.binarize_weight, examples=binarize_weight_examples, margin=_x_margin,
+         edges=binarize_weight_edges,
          doc="a * sign(w), a none / mean|w| per tensor / per output channel (dim 0). scaling='tensor' is a "
              "statistic over dim 0: its examples draw a batch of one. Margin: x."),
     Spec(id="quant.uniform", fn=quant.uniform_quantize, examples=uniform_examples, margin=uniform_margin, edges=uniform_edges,
