@@ -120,7 +120,7 @@ def _example(recs: list) -> list[str]:
     lines = [f"For example {md_code(cell)}:", ""]
     message = _own_message(first).strip().splitlines()
     if message:
-        lines += [*md_fence("\n".join(m[:160] for m in message[:6])), ""]
+        lines += [*md_fence("\n".join(_portable(m)[:160] for m in message[:6])), ""]
     undone = sorted({line for r in recs for line in left_behind(r)})
     if undone:
         lines += ["Left behind in the worker process (the harness undid it before the next cell; in a user's "
@@ -129,6 +129,17 @@ def _example(recs: list) -> list[str]:
     if first.get("example"):
         lines += [f"Minimal example: {md_code(first['example'][:300])}", ""]
     return lines + ["Reproduce:", "", *md_fence(first.get("reproduce") or "", "bash"), ""]
+
+
+#: A traceback's file paths as any reader's machine has them: an installed package's from site-packages/ on (the
+#: GPU run installs into a private folder, scripts/gpu-run.sh), the project's from its own folders on.
+_INSTALLED = re.compile(r'(?<=")[^"]*?/(?:site-packages|conformance-site|kernels-site)/')
+_PROJECT = re.compile(r'(?<=")[^"]*?/(?=(?:conformance|reference|kernels|suites)/)')
+
+
+def _portable(line: str) -> str:
+    """``line`` with the recording machine's part of each quoted file path dropped."""
+    return _PROJECT.sub("", _INSTALLED.sub("site-packages/", line))
 
 
 def _own_message(row) -> str:

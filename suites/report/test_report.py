@@ -427,3 +427,15 @@ def test_a_known_failure_shows_its_reproducer_and_only_a_file_of_the_reproducers
     page = (tmp_path / "docs" / "lib.md").read_text()
     assert f"**Reproducer** (the library and torch only): `{script}`" in page
     assert "reproducers/../README.md" not in page
+
+
+def test_library_pages_show_traceback_paths_without_the_recording_machine():
+    """A published page must not carry the folders of the machine that recorded the cell."""
+    from conformance.report.libdocs import _portable
+
+    assert _portable('File "/home/ci/.venv/lib/python3.12/site-packages/torch/_tensor.py", line 6') == \
+        'File "site-packages/torch/_tensor.py", line 6'
+    assert _portable('File "/tmp/clone/conformance/runner.py", line 1') == 'File "conformance/runner.py", line 1'
+    assert _portable('File "/usr/lib/python3.12/copy.py", line 2') == 'File "/usr/lib/python3.12/copy.py", line 2'
+    assert _portable('File "/tmp/conformance-site/brevitas/nn/a.py", line 3') == \
+        'File "site-packages/brevitas/nn/a.py", line 3'  # the GPU run's private install folder
