@@ -219,13 +219,13 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
                         link=_SPIKE, reproducer="reproducers/sinabs/torch_func_per_sample_grad_spike_fn.py"),
                   Known("opacus_*", cause="opacus-failed", reason=opacus, link=_LAYER,
                         reproducer="reproducers/sinabs/opacus_layer_with_state_buffers.py")]
-    else:  # the IAF layers' edge examples (exact thresholds) make the lost state show in the spikes too
-        known += [Known("jit_trace", "preserves_forward", cause="state-lost-between-calls", link=_LAYER, device="cpu",
-                        reason=_STEPPED_GRAPH_FORGETS.format(made="traced", graph="graph"),
-                        reproducer="reproducers/sinabs/layer_jit_trace_forgets_state.py"),
-                  Known("export", "preserves_forward", cause="state-lost-between-calls", link=_LAYER, device="cpu",
-                        reason=_STEPPED_GRAPH_FORGETS.format(made="exported", graph="program"),
-                        reproducer="reproducers/sinabs/layer_export_forgets_state.py")]
+    # the edge examples (IAF: exact thresholds; LIF: the same input levels) make the lost state show in the spikes
+    known += [Known("jit_trace", "preserves_forward", cause="state-lost-between-calls", link=_LAYER, device="cpu",
+                    reason=_STEPPED_GRAPH_FORGETS.format(made="traced", graph="graph"),
+                    reproducer="reproducers/sinabs/layer_jit_trace_forgets_state.py"),
+              Known("export", "preserves_forward", cause="state-lost-between-calls", link=_LAYER, device="cpu",
+                    reason=_STEPPED_GRAPH_FORGETS.format(made="exported", graph="program"),
+                    reproducer="reproducers/sinabs/layer_export_forgets_state.py")]
     return tuple(known)
 
 
@@ -242,7 +242,7 @@ def _failed_transform_leaves_state(transform: str) -> Known:
 _STEPPED_GRAPH_FORGETS = ("{made} on a fresh layer, the {graph} records the re-initialisation of v_mem to zeros (its "
                           "shape differs from the input's then), so fed one step per call it starts every call from "
                           "rest: the spikes differ once the membrane carried over would have decided one (the edge "
-                          "examples, exactly at the threshold)")
+                          "examples: IAF's exactly at the threshold, LIF's with its inputs)")
 
 
 def _known_surrogate() -> tuple[Known, ...]:

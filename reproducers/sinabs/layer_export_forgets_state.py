@@ -1,4 +1,4 @@
-"""A sinabs IAF layer in a network exported with torch.export forgets its membrane between calls.
+"""A sinabs IAF or LIF layer in a network exported with torch.export forgets its membrane between calls.
 
 A sinabs layer keeps v_mem between calls until reset_states(): fed one time step per call, step t depends on every
 earlier step. Exported inside a network (nn.Sequential, as a user's model holds it) on a fresh layer, the program
@@ -10,20 +10,24 @@ https://github.com/synsense/sinabs/blob/develop/sinabs/layers/stateful_layer.py
 # expect: AssertionError: the exported layer's spikes differ from the layer's
 import torch
 from sinabs.activation import MembraneSubtract, MultiSpike, SingleExponential
-from sinabs.layers import IAF
+from sinabs.layers import IAF, LIF
 
 torch.manual_seed(0)
 
 
-def iaf():
-    return IAF(spike_threshold=torch.tensor(1.0), spike_fn=MultiSpike, reset_fn=MembraneSubtract(),
-               surrogate_grad_fn=SingleExponential())
+def layers():  # fresh IAF and LIF layers, as the suite builds them
+    common = dict(spike_threshold=torch.tensor(1.0), spike_fn=MultiSpike, reset_fn=MembraneSubtract(),
+                  surrogate_grad_fn=SingleExponential())
+    return {"IAF": IAF(**common), "LIF": LIF(tau_mem=2.0, norm_input=False, **common)}
 
 
 x = torch.rand(2, 5, 3) * 0.9  # (batch, time, neurons): no single step reaches the threshold
-layer = torch.nn.Sequential(iaf())
-exported = torch.export.export(torch.nn.Sequential(iaf()), (x[:, :1],)).module()
-eager = torch.cat([layer(x[:, t:t + 1]) for t in range(x.shape[1])], dim=1)
-from_export = torch.cat([exported(x[:, t:t + 1]) for t in range(x.shape[1])], dim=1)
-assert torch.equal(from_export, eager), \
-    f"the exported layer's spikes differ from the layer's: {int(from_export.sum())} spikes instead of {int(eager.sum())}"
+wrong = []
+for name, layer in layers().items():
+    network = torch.nn.Sequential(layer)
+    exported = torch.export.export(torch.nn.Sequential(layers()[name]), (x[:, :1],)).module()
+    eager = torch.cat([network(x[:, t:t + 1]) for t in range(x.shape[1])], dim=1)
+    from_export = torch.cat([exported(x[:, t:t + 1]) for t in range(x.shape[1])], dim=1)
+    if not torch.equal(from_export, eager):
+        wrong.append(f"{name}: {int(from_export.sum())} spikes instead of {int(eager.sum())}")
+assert not wrong, "the exported layer's spikes differ from the layer's: " + "; ".join(wrong)

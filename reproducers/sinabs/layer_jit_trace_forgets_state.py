@@ -1,4 +1,4 @@
-"""A sinabs IAF layer traced with torch.jit.trace forgets its membrane between calls: every call starts from rest.
+"""A sinabs IAF or LIF layer traced with torch.jit.trace forgets its membrane between calls: every call starts from rest.
 
 A sinabs layer keeps v_mem between calls until reset_states(): fed one time step per call, step t depends on every
 earlier step. Traced on a fresh layer, the graph records the re-initialisation of v_mem to zeros (its shape differs
@@ -9,20 +9,23 @@ https://github.com/synsense/sinabs/blob/develop/sinabs/layers/stateful_layer.py
 # expect: AssertionError: the traced layer's spikes differ from the layer's
 import torch
 from sinabs.activation import MembraneSubtract, MultiSpike, SingleExponential
-from sinabs.layers import IAF
+from sinabs.layers import IAF, LIF
 
 torch.manual_seed(0)
 
 
-def iaf():
-    return IAF(spike_threshold=torch.tensor(1.0), spike_fn=MultiSpike, reset_fn=MembraneSubtract(),
-               surrogate_grad_fn=SingleExponential())
+def layers():  # fresh IAF and LIF layers, as the suite builds them
+    common = dict(spike_threshold=torch.tensor(1.0), spike_fn=MultiSpike, reset_fn=MembraneSubtract(),
+                  surrogate_grad_fn=SingleExponential())
+    return {"IAF": IAF(**common), "LIF": LIF(tau_mem=2.0, norm_input=False, **common)}
 
 
 x = torch.rand(2, 5, 3) * 0.9  # (batch, time, neurons): no single step reaches the threshold
-layer = iaf()
-traced = torch.jit.trace(iaf(), (x[:, :1],), check_trace=False)
-eager = torch.cat([layer(x[:, t:t + 1]) for t in range(x.shape[1])], dim=1)
-from_trace = torch.cat([traced(x[:, t:t + 1]) for t in range(x.shape[1])], dim=1)
-assert torch.equal(from_trace, eager), \
-    f"the traced layer's spikes differ from the layer's: {int(from_trace.sum())} spikes instead of {int(eager.sum())}"
+wrong = []
+for name, layer in layers().items():
+    traced = torch.jit.trace(layers()[name], (x[:, :1],), check_trace=False)
+    eager = torch.cat([layer(x[:, t:t + 1]) for t in range(x.shape[1])], dim=1)
+    from_trace = torch.cat([traced(x[:, t:t + 1]) for t in range(x.shape[1])], dim=1)
+    if not torch.equal(from_trace, eager):
+        wrong.append(f"{name}: {int(from_trace.sum())} spikes instead of {int(eager.sum())}")
+assert not wrong, "the traced layer's spikes differ from the layer's: " + "; ".join(wrong)

@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.specs.neuron import SPECS
+from conformance.specs.neuron import EXACT_NEURON_EDGES, SPECS
 from reference import neurons as N
 from reference import surrogate as S
 
@@ -520,7 +520,7 @@ def test_spec_compiles_fullgraph_and_exports(name, data):
     torch.testing.assert_close(exported.module()(x), module(x))
 
 
-@pytest.mark.parametrize("name", sorted(n for n, s in NEURON_SPECS.items() if s.edges is not None))
+@pytest.mark.parametrize("name", sorted(EXACT_NEURON_EDGES))
 def test_edge_examples_put_membranes_exactly_on_the_threshold(name):
     """The neurons' edge examples (checked first in every cell): dyadic inputs and parameters, so every membrane is
     exact in bfloat16 too over their 6 steps and some sit exactly on the threshold (margin 0, judged, never excused
@@ -533,3 +533,16 @@ def test_edge_examples_put_membranes_exactly_on_the_threshold(name):
         assert torch.equal(margin.to(torch.bfloat16).double(), margin)
         assert torch.equal(example.x.to(torch.bfloat16).double(), example.x)
         assert example.x.shape[example.hyper["time_dim"]] == 6
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in NEURON_SPECS.items() if s.edges is not None
+                                        and n not in EXACT_NEURON_EDGES))
+def test_edge_examples_of_non_dyadic_neurons_bring_the_inputs_and_the_library_defaults(name):
+    """Neurons whose decay is not dyadic get the same input levels (exact in bfloat16), 6 steps in either layout, and
+    finite spec outputs; their membranes are not exact, so nothing is claimed about the threshold."""
+    spec = NEURON_SPECS[name]
+    for fixed in ({}, {"time_dim": 1, "min_steps": 3}):
+        (example,) = spec.edges(**fixed)
+        assert torch.equal(example.x.to(torch.bfloat16).double(), example.x)
+        assert example.x.shape[example.hyper["time_dim"]] == 6
+        assert torch.isfinite(spec.fn(example.x, **example.params, **example.hyper)).all()
