@@ -253,7 +253,7 @@ def neuron_examples(name: str, **fixed: Any) -> st.SearchStrategy[Example]:
 #: Dyadic parameters of the neurons' edge examples: with inputs that are dyadic multiples of the threshold, every
 #: membrane value is exact in bfloat16 too, and some land exactly on the threshold (margin 0: judged, never excused
 #: as a tie), which the drawn examples never do.
-_NEURON_EDGE_VALUES: dict[str, dict[str, Any]] = {
+_EXACT_EDGE_VALUES: dict[str, dict[str, Any]] = {
     "leaky": {"beta": 0.5, "threshold": 1.0, "graded_spikes_factor": 1.0},
     "synaptic": {"alpha": 0.5, "beta": 0.5, "threshold": 1.0},
     "lapicque": {"threshold": 1.0, "R": 1.0, "C": 1.0, "time_step": 0.5},
@@ -263,10 +263,11 @@ _NEURON_EDGE_VALUES: dict[str, dict[str, Any]] = {
     "sj_lif": {"tau": 2.0, "v_threshold": 1.0, "v_reset": 0.0},
     "sj_plif": {"w": 0.0, "v_threshold": 1.0, "v_reset": 0.0},
     "sinabs_iaf": {"spike_threshold": 1.0, "min_v_mem": None},
-    # Decays that are not dyadic (alpha's tau from two decays, norse's dt * tau_inv, sinabs' exp(-1/tau)): the
-    # membranes are not exact and never exactly on the threshold (near it they are excused as ties); these edges
-    # bring the libraries' default parameters (norse's LIFParameters, SuperSpike's alpha 100), zeros and the same
-    # input levels.
+}
+#: Decays that are not dyadic (alpha's tau from two decays, norse's dt * tau_inv, sinabs' exp(-1/tau)): the
+#: membranes are not exact and never exactly on the threshold (near it they are excused as ties); these edges bring
+#: the libraries' default parameters (norse's LIFParameters, SuperSpike's alpha 100), zeros and the same input levels.
+_INEXACT_EDGE_VALUES: dict[str, dict[str, Any]] = {
     "alpha": {"alpha": 0.75, "beta": 0.5, "threshold": 1.0},
     "norse_lif": {"tau_syn_inv": 200.0, "tau_mem_inv": 100.0, "v_leak": 0.0, "v_th": 1.0, "v_reset": 0.0,
                   "surrogate": "fast_sigmoid", "surrogate_alpha": 100.0},
@@ -274,17 +275,17 @@ _NEURON_EDGE_VALUES: dict[str, dict[str, Any]] = {
                       "surrogate": "fast_sigmoid", "surrogate_alpha": 100.0},
     "sinabs_lif": {"tau_mem": 2.0, "spike_threshold": 1.0, "min_v_mem": None},
 }
+_NEURON_EDGE_VALUES = {**_EXACT_EDGE_VALUES, **_INEXACT_EDGE_VALUES}
 #: The neurons whose edge membranes are exact (dyadic decays), some exactly on the threshold.
-EXACT_NEURON_EDGES = frozenset(("leaky", "synaptic", "lapicque", "rleaky", "rsynaptic", "sj_if", "sj_lif", "sj_plif",
-                                "sinabs_iaf"))
+EXACT_NEURON_EDGES = frozenset(_EXACT_EDGE_VALUES)
 #: The input levels of the edge examples, in units of the spec's input scale (the threshold, or what reaches it).
 _NEURON_EDGE_LEVELS = (0.0, 0.25, 0.5, 1.0, 2.0, -0.5, -1.0)
 
 
 def neuron_edges(name: str, **fixed: Any) -> list[Example]:
     """One edge example for ``neuron.<name>``: 6 steps (or ``min_steps``) x batch 2 x 4 neurons of inputs at dyadic
-    multiples of the threshold scale, with the dyadic parameters of ``_NEURON_EDGE_VALUES``; other hyperparameters
-    as the subject fixes them, else the simplest value of their strategy."""
+    multiples of the threshold scale, with the parameters of ``_NEURON_EDGE_VALUES``; other hyperparameters as the
+    subject fixes them, else the simplest value of their strategy."""
     _, _, params, hyper, _, scale = _NEURONS[name]
     chosen: dict[str, Any] = {"N": 4}
     for key, entry in (*hyper.items(), *params.items()):

@@ -87,6 +87,13 @@ def _sign_examples(fn):
     return examples
 
 
+def _edge_rows(values, fixed, *, batch: int = 2) -> torch.Tensor:
+    """Edge values as ``(batch, len)`` rows (each row rolled by one, so every value meets every position); ``batch``
+    unless the subject fixes it."""
+    row = torch.as_tensor(values, dtype=torch.float64)
+    return torch.stack([row.roll(j) for j in range(S.edge_hyper(fixed, "batch", batch))])
+
+
 #: x of the sign family's edge examples: 0 and -0 (the zero_value convention), the clip and window edges
 #: (0.5, 1, 2: the thresholds drawn), and magnitudes to 1e4; all but 1e4 exact in bfloat16.
 SIGN_EDGE_X = (0.0, -0.0, *(sign * v for v in (2.0 ** -10, 0.5, 1.0, 2.0, 10.0, 1e4) for sign in (1.0, -1.0)))
@@ -99,8 +106,7 @@ def _sign_edges(fn):
                 (quant.ZERO_VALUES[0], dict(threshold=0.5, inclusive=False, beta=10.0)))
 
     def edges(**fixed) -> list[Example]:
-        values = torch.tensor(SIGN_EDGE_X, dtype=torch.float64)
-        x = torch.stack([values.roll(i) for i in range(S.edge_hyper(fixed, "batch", 2))])
+        x = _edge_rows(SIGN_EDGE_X, fixed)
         examples = []
         for zero_value, own in settings:
             hyper = {"zero_value": S.edge_hyper(fixed, "zero_value", zero_value)}
@@ -199,8 +205,7 @@ def uniform_edges(**fixed) -> list[Example]:
         levels = torch.arange(qmin - 2, qmax + 3, dtype=torch.float64) - hyper["zero_point"]
         values = torch.cat([(levels + 0.5) * hyper["scale"], levels * hyper["scale"],
                             torch.tensor([0.0, -0.0, 1e4, -1e4], dtype=torch.float64)])
-        batch = S.edge_hyper(fixed, "batch", 2)
-        examples.append(Example(torch.stack([values.roll(j) for j in range(batch)]), {}, hyper))
+        examples.append(Example(_edge_rows(values, fixed), {}, hyper))
     return examples
 
 
@@ -338,12 +343,6 @@ def ternary_examples(**fixed):
 def ternary_margin(example: Example) -> torch.Tensor:
     x = example.x
     return x.abs() - quant.ternary_threshold(x, delta_factor=example.hyper["delta_factor"])
-
-
-def _edge_rows(values: list[float], fixed, *, batch: int = 2) -> torch.Tensor:
-    """Edge values as ``(batch, len)`` rows (each row rolled by one, so every value meets every position)."""
-    row = torch.tensor(values, dtype=torch.float64)
-    return torch.stack([row.roll(j) for j in range(S.edge_hyper(fixed, "batch", batch))])
 
 
 def _ties_and_levels(low: int, high: int) -> list[float]:
