@@ -338,7 +338,7 @@ def _failed_export_leaves_reset(link: str) -> Known:
                  link=link, reason=_TENSOR_BRANCH_EXPORT + "; before the branch, forward has stored the step's reset "
                  "signal as a plain tensor attribute (`self.reset = self.mem_reset(self.mem)`), so the failed "
                  "export leaves the tracer's FakeTensor in `neuron.reset`",
-                 reproducer="reproducers/snntorch/failed_export_leaves_fake_tensor.py")
+                 reproducer="reproducers/snntorch/export_leaves_fake_tensor.py")
 NO_RESET_DELAY_KNOWN: tuple[Known, ...] = (
     Known(transform="compile_*", check="no_graph_breaks", cause=_TENSOR_BRANCH_BREAK, reason=_TENSOR_BRANCH,
           link=f"{SOURCE}/_neurons/leaky.py#L226",
