@@ -323,6 +323,12 @@ LIF_SWEEP = {4: [(512, 4, 1), (512, 4, 2), (1024, 4, 2), (1024, 8, 2), (256, 2, 
              2: [(1024, 4, 1), (1024, 4, 2), (512, 2, 2), (2048, 8, 2), (512, 4, 2)]}
 
 
+def _leaky_params() -> dict:
+    """The leaky neuron's parameters in the LIF rows: tensors on the GPU, as a module holds them."""
+    return dict(beta=torch.tensor(0.9, device="cuda"), threshold=torch.tensor(1.0, device="cuda"),
+                graded_spikes_factor=torch.tensor(1.0, device="cuda"))
+
+
 def _lif_times(L, ours, kw, x, xg, gy):
     def fwd():
         with torch.no_grad():
@@ -364,8 +370,7 @@ def lif(deadline: float):
         gy = torch.randn(steps, n, device="cuda", dtype=dtype)
         xg = x.clone().requires_grad_()
         one_pass = steps * n * es / bw * 1e3
-        params = dict(beta=torch.tensor(0.9, device="cuda"), threshold=torch.tensor(1.0, device="cuda"),
-                      graded_spikes_factor=torch.tensor(1.0, device="cuda"))
+        params = _leaky_params()
         for name, ours, spec, kw in (("leaky", L.leaky, N.leaky, params),
                                      ("sj_lif", L.sj_lif, N.sj_lif, dict(tau=2.0, v_threshold=1.0, v_reset=0.0))):
             row = {"neuron": name, "dtype": str(dtype), "T": steps, "N": n, "one_pass_ms": one_pass,
@@ -444,8 +449,7 @@ def host():
     x = torch.rand(4, 1024, device="cuda")
     xg = x.clone().requires_grad_()
     gy = torch.randn_like(x)
-    params = dict(beta=torch.tensor(0.9, device="cuda"), threshold=torch.tensor(1.0, device="cuda"),
-                  graded_spikes_factor=torch.tensor(1.0, device="cuda"))
+    params = _leaky_params()
     row = {}
     for name, fn, kw in (("leaky", L.leaky, params), ("sj_lif", L.sj_lif, {})):
         def fwd(fn=fn, kw=kw):
