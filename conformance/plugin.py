@@ -75,6 +75,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "none: in this process (a crash ends the run)")
     group.addoption("--progress-every", type=float, default=30.0, metavar="SECONDS",
                     help="print a progress line (done/total, failures, slowest test, ETA) this often; 0: never")
+    group.addoption("--shard", default=None, metavar="I/N",
+                    help="run only the I-th of N deterministic parts of the collected tests (1 <= I <= N; "
+                         "conformance.shards): the N parts together run every test once")
+    group.addoption("--shard-durations", default=None, metavar="FILE",
+                    help="seconds per unit that balance the shards (default <rootdir>/reports/shard-durations.json "
+                         "where it exists, else the number of tests)")
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -96,6 +102,10 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         profile_name()
         cell_timeout_s()
+        if config.getoption("--shard"):
+            from .shards import parse_shard
+
+            parse_shard(config.getoption("--shard"))
     except UsageError as error:
         raise pytest.UsageError(str(error)) from None
     if _distributed(config) and config.option.maxworkerrestart is None and not _is_worker(config):
@@ -168,7 +178,9 @@ def cell_of(item: pytest.Item) -> Cell | None:
     return None
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m: the shards split what this run selects
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    _keep_shard(config, items)  # first: a resumed shard must plan the same units as when it started
     listing = os.environ.get("CONFORMANCE_RESUME_FILE")
     if not config.getoption("--resume") or not listing:
         return
@@ -180,6 +192,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     if skipped:
         config.hook.pytest_deselected(items=skipped)
         items[:] = keep
+
+
+def _keep_shard(config: pytest.Config, items: list) -> None:
+    if not config.getoption("--shard"):
+        return
+    from .shards import DEFAULT_DURATIONS, load_durations, parse_shard, select
+
+    try:
+        shard = parse_shard(config.getoption("--shard"))
+        durations = load_durations(config.getoption("--shard-durations") or config.rootpath / DEFAULT_DURATIONS)
+    except UsageError as error:
+        raise pytest.UsageError(str(error)) from None
+
+    def group(item: pytest.Item) -> str | None:
+        marker = item.get_closest_marker("xdist_group")
+        return str(marker.args[0]) if marker and marker.args else None
+
+    chosen = select([(item.nodeid, group(item)) for item in items], shard, durations)
+    others = [item for item, runs in zip(items, chosen) if not runs]
+    if others:
+        config.hook.pytest_deselected(items=others)
+        items[:] = [item for item, runs in zip(items, chosen) if runs]
 
 
 # ------------------------------------------------------------------------------------------ markers on disk
@@ -223,7 +257,12 @@ class Recorder:
             from . import registry
 
             self._writer = RecordWriter(self.path)
-            write_suite_file(self.dir, registry.suite_description())  # the report's column order and legend
+            description = registry.suite_description()  # the report's column order and legend
+            if self.config.getoption("--shard"):
+                from .records.expectations import environment_name
+
+                description["shard"] = {"part": self.config.getoption("--shard"), "environment": environment_name()}
+            write_suite_file(self.dir, description)
         return self._writer
 
     def inflight_path(self, worker: str) -> Path:

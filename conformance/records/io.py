@@ -217,6 +217,25 @@ def read_suite_files(paths: Iterable[Path | str]) -> dict:
     return merged
 
 
+def missing_shards(paths: Iterable[Path | str]) -> list[str]:
+    """The shards absent from sharded runs found under ``paths`` (each run's ``suite.json`` names its shard, "i/n",
+    and environment): e.g. ["3/4 of cpu-torch2.13"] when shards 1, 2 and 4 of four are present."""
+    seen: dict[tuple[str, int], set[int]] = {}
+    for path in map(Path, paths):
+        candidates = [path / SUITE_FILE, *path.rglob(f"*/{SUITE_FILE}")] if path.is_dir() else \
+            [path.parent / SUITE_FILE]
+        for candidate in candidates:
+            try:
+                shard = json.loads(candidate.read_text(encoding="utf-8"))["shard"]
+                index, count = (int(v) for v in str(shard["part"]).split("/"))
+                environment = str(shard["environment"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # no suite file, or a run that is not a shard
+            seen.setdefault((environment, count), set()).add(index)
+    return [f"{i}/{count} of {environment}" for (environment, count), present in sorted(seen.items())
+            for i in range(1, count + 1) if i not in present]
+
+
 def cell_key(record: dict) -> str:
     return "|".join(record[k] for k in ("subject", "transform", "check", "device", "dtype"))
 

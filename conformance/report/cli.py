@@ -36,7 +36,7 @@ from typing import Sequence
 from ..core.escape import terminal_text
 from ..core.fileio import atomic_write_many
 from ..records import expectations
-from ..records.io import DEFAULT_DIR
+from ..records.io import DEFAULT_DIR, missing_shards
 from .data import (
     JSON_SCHEMA_VERSION,
     Loaded,
@@ -252,6 +252,10 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
     note = versions_note(loaded)
     if note:
         say(note)
+    gaps = missing_shards(paths)
+    if gaps:
+        say(f"shard(s) {', '.join(gaps)} not found: the cells of those shards are missing from the report (merge "
+            "every shard's records with --results)")
     the_diff = None
     if args.diff_against:
         if baseline is None:
