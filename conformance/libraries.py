@@ -7,6 +7,8 @@ The set-up installs from here, so a library is declared once, beside its adapter
     python -m conformance.libraries dependencies [--gpu]    # what the --no-deps ones (all, with --gpu) import
     python -m conformance.libraries sdist NAME              # "distribution version sha256" of one built from source
     python -m conformance.libraries list                    # name, requirement and how it is installed
+    python -m conformance.libraries environments [--json]   # the history's environments: one per earlier release
+    ... requirements --release snntorch==0.9.4              # the same, with one library at another release
 
 Importing an adapter module never imports its library (that happens when a subject is built), so this works
 before any of them is installed.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import pkgutil
 import sys
 
@@ -43,6 +46,26 @@ def distributions() -> tuple[str, ...]:
     return tuple(library.distribution for library in declared())
 
 
+def environments() -> list[dict[str, str]]:
+    """The environments of the history view: one per earlier release a library declares (``Library.history``),
+    named ``<library>-<version>``, with the requirement that replaces the pinned one there."""
+    return [{"name": f"{lib.name}-{version}", "library": lib.name, "release": lib.at(version).requirement}
+            for lib in declared() for version in lib.history]
+
+
+def with_releases(libraries, releases: list[str]):
+    """``libraries`` with the releases named ``distribution==version`` in place of their pins."""
+    pinned = {lib.distribution: lib for lib in libraries}
+    chosen = dict(pinned)
+    for release in releases:
+        distribution, sep, version = release.partition("==")
+        if not sep or distribution not in pinned or not version:
+            raise ValueError(f"--release {release!r}: expected DISTRIBUTION==VERSION of a declared library "
+                             f"({', '.join(sorted(pinned))})")
+        chosen[distribution] = pinned[distribution].at(version)
+    return tuple(chosen[lib.distribution] for lib in libraries)
+
+
 def _installable(libraries, *, gpu: bool):
     return [lib for lib in libraries if lib.sdist_sha256 is None and (lib.gpu or not gpu)]
 
@@ -60,9 +83,22 @@ def main(argv: list[str] | None = None) -> int:
                                                                   "without dependencies there)")
     sdist = commands.add_parser("sdist", help="distribution, version and sha256 of a library built from source")
     sdist.add_argument("name")
-    commands.add_parser("list", help="every library: name, requirement, how it is installed")
+    listing = commands.add_parser("list", help="every library: name, requirement, how it is installed")
+    shown = commands.add_parser("environments", help="the history's environments, one per earlier release")
+    shown.add_argument("--json", action="store_true", help="as a JSON list (a CI job matrix reads it)")
+    for command in (requirements, dependencies, listing):
+        command.add_argument("--release", action="append", default=[], metavar="DISTRIBUTION==VERSION",
+                             help="another release of a declared library in place of its pin (repeatable)")
     args = parser.parse_args(argv)
-    libraries = declared()
+    try:
+        libraries = with_releases(declared(), getattr(args, "release", []))
+    except ValueError as error:
+        print(f"python -m conformance.libraries: {error}", file=sys.stderr)
+        return 2
+    if args.command == "environments":
+        found = environments()
+        print(json.dumps(found) if args.json else "\n".join(f"{e['name']:28} {e['release']}" for e in found))
+        return 0
     if args.command == "requirements":
         chosen = _installable(libraries, gpu=args.gpu)
         if args.no_deps:

@@ -191,6 +191,9 @@ def not_applicable(cell: Cell, subject: Subject, spec: Spec, transform: Transfor
         return f"spec {spec.id} defines no gradient"
     if transform.needs_params and not subject.param_map:
         return "the subject has no trainable parameters (per-sample gradients are about parameters)"
+    if subject.releases is not None and not in_release(subject.library, subject.releases[0]):
+        return (f"{subject.library} {installed_release(subject.library)} is not among the releases "
+                f"{subject.releases[0]} that have {subject.id}: {subject.releases[1]}")
     if cell.dtype not in subject.dtypes:
         return f"{subject.id} does not claim {cell.dtype} support"
     if cell.device not in subject.devices:
@@ -203,10 +206,36 @@ def for_this_torch(entry: Known) -> bool:
     return entry.torch == "*" or fnmatch.fnmatchcase(torch.__version__, entry.torch)
 
 
+@lru_cache(maxsize=None)
+def installed_release(library: str) -> str | None:
+    """The installed release of a declared library (None when it is not installed or not declared)."""
+    import importlib.metadata
+
+    from .libraries import declared
+
+    distribution = next((lib.distribution for lib in declared() if lib.name == library), None)
+    try:
+        return importlib.metadata.version(distribution) if distribution else None
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def in_release(library: str, pattern: str) -> bool:
+    """Whether the installed release of ``library`` matches the glob ``pattern`` ("*" always does)."""
+    release = installed_release(library) if pattern != "*" else None
+    return pattern == "*" or (release is not None and fnmatch.fnmatchcase(release, pattern))
+
+
+def for_this_release(entry: Known, subject: Subject) -> bool:
+    """Whether a known failure applies to the installed torch and library releases (its ``torch`` and ``releases``
+    globs)."""
+    return for_this_torch(entry) and in_release(subject.library, entry.releases)
+
+
 def _covers(entry: Known, cell: Cell) -> bool:
     return (fnmatch.fnmatchcase(cell.transform, entry.transform) and fnmatch.fnmatchcase(cell.check, entry.check)
             and fnmatch.fnmatchcase(cell.device, entry.device) and fnmatch.fnmatchcase(cell.dtype, entry.dtype)
-            and for_this_torch(entry))
+            and for_this_release(entry, subjects()[cell.subject]))
 
 
 def known_entries(subject: Subject, transform: Transform) -> tuple[Known, ...]:
@@ -234,18 +263,18 @@ def unmatched_known(all_cells: Iterable[Cell]) -> list[tuple[str, Known]]:
     for sid, its_cells in by_subject.items():
         subject = subjects()[sid]
         for entry in subject.known:
-            if for_this_torch(entry) and not any(_covers(entry, c) for c in its_cells):
+            if for_this_release(entry, subject) and not any(_covers(entry, c) for c in its_cells):
                 stale.append((sid, entry))
     for transform in TRANSFORMS:
         if transform.known is None:
             continue
-        declared = {entry: False for sid in by_subject
-                    for entry in transform.known(subjects()[sid], specs()[subjects()[sid].spec])}
+        declared: dict[Known, bool] = {}  # entry -> covers a cell of a subject it is declared on
         for sid, its_cells in by_subject.items():
-            for entry in transform.known(subjects()[sid], specs()[subjects()[sid].spec]):
-                declared[entry] = declared[entry] or any(_covers(entry, c) for c in its_cells)
-        stale += [(f"transform {transform.id}", entry) for entry, used in declared.items()
-                  if for_this_torch(entry) and not used]
+            subject = subjects()[sid]
+            for entry in transform.known(subject, specs()[subject.spec]):
+                if for_this_release(entry, subject):
+                    declared[entry] = declared.get(entry, False) or any(_covers(entry, c) for c in its_cells)
+        stale += [(f"transform {transform.id}", entry) for entry, used in declared.items() if not used]
     return stale
 
 

@@ -196,6 +196,10 @@ def skip_reason(script: Script, text: str) -> str:
     releases = {c.known.torch for c in script.claims}
     if releases and "*" not in releases and not any(fnmatch.fnmatchcase(torch.__version__, glob) for glob in releases):
         return f"its entries apply to torch {', '.join(sorted(releases))}, this is {torch.__version__}"
+    releases = {c.known.releases for c in script.claims}
+    if releases and "*" not in releases and not any(registry.in_release(script.library, glob) for glob in releases):
+        return (f"its entries apply to {script.library} {', '.join(sorted(releases))}, this is "
+                f"{registry.installed_release(script.library)}")
     return ""
 
 

@@ -4,9 +4,22 @@
 # (python -m conformance.libraries list): most with their dependencies; those whose declared dependencies would pull
 # torchvision/torchaudio or hardware tooling --no-deps, with what they really import; bitorch-engine built from its
 # sdist. A library that fails to install only turns its cells to `skip`.
+# Arguments (the history's environments, noxfile.py): --release DISTRIBUTION==VERSION (repeatable) installs that
+# release instead of the pin; --no-source-builds leaves out the libraries built from source (bitorch-engine).
 set -uo pipefail
+releases=()
+source_builds=1
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --release) releases+=(--release "$2"); shift 2 ;;
+    --no-source-builds) source_builds=0; shift ;;
+    *) echo "install-libraries: unknown argument $1 (--release DISTRIBUTION==VERSION, --no-source-builds)" >&2
+       exit 2 ;;
+  esac
+done
 pip_install() { python -m pip install --quiet -c constraints.txt "$@"; }
-declared() { python -m conformance.libraries "$@" | tr '\n' ' '; }
+# a release given with --release is not in constraints.txt, which pins no library: pip takes it as asked
+declared() { python -m conformance.libraries "$@" ${releases[@]+"${releases[@]}"} | tr '\n' ' '; }
 # with_heartbeat comes from scripts/setup.sh (./run); alone, this script runs each step plainly
 declare -F with_heartbeat >/dev/null || with_heartbeat() { shift; "$@"; }
 # step NAME WHAT CMD...: say what is installed, then run CMD with a heartbeat labelled by NAME
@@ -46,6 +59,8 @@ install_bitorch_engine() {
   rm -rf "$download"
   return $status
 }
-step "bitorch-engine" "C++ extensions built from its sdist, 1-3 minutes (log: .venv/src/bitorch_engine-build.log)" \
-  install_bitorch_engine || echo "install-libraries: bitorch-engine failed; its cells will skip" >&2
+if [ "$source_builds" -eq 1 ]; then
+  step "bitorch-engine" "C++ extensions built from its sdist, 1-3 minutes (log: .venv/src/bitorch_engine-build.log)" \
+    install_bitorch_engine || echo "install-libraries: bitorch-engine failed; its cells will skip" >&2
+fi
 exit 0

@@ -216,6 +216,28 @@ def test_a_known_failure_for_another_torch_release_neither_applies_nor_is_stale(
     assert not any(sid == subject.id for sid, _ in registry.unmatched_known([cell]))
 
 
+def test_a_library_release_outside_a_subject_or_a_known_failure_is_said_and_never_applied():
+    """The history view runs earlier releases: a subject a release lacks skips with the reason its adapter gives,
+    and a known failure of other releases neither excuses a cell nor is stale (as one of another torch)."""
+    release = registry.installed_release("snntorch")
+    if release is None:
+        pytest.skip("snntorch is not installed")
+    old = Known(transform="eager", releases="0.0.*", reason="a finding of releases long gone")
+    mine = Known(transform="eager", releases=release, reason="this release's finding")
+    subject = _register(Subject(id="framework.release_globs", spec="quant.sign_ste", library="snntorch",
+                                fixed={"zero_value": 1.0}, build=lambda ex: None, known=(old, mine)))
+    cell = Cell(subject.id, "eager", "forward_matches_spec")
+    assert registry.known_failure(cell, subject) is mine
+    assert registry.known_failure(cell, subject.replace(known=(old,))) is None
+    assert not any(sid == subject.id for sid, _ in registry.unmatched_known([cell]))
+    assert registry.not_applicable(cell, subject, registry.specs()["quant.sign_ste"],
+                                   registry.transforms()["eager"]) is None
+    absent = subject.replace(releases=("0.0.*", "added in 0.1"))
+    reason = registry.not_applicable(cell, absent, registry.specs()["quant.sign_ste"], registry.transforms()["eager"])
+    assert reason == (f"snntorch {release} is not among the releases 0.0.* that have framework.release_globs: "
+                      "added in 0.1")
+
+
 def test_a_known_failure_accepts_only_its_causes():
     from conformance.records.io import CellResult
     from conformance.runner import _apply_known

@@ -91,6 +91,8 @@ class Known:
     examples (which one a cell reports depends on the example drawn first), each to be explained in ``reason``.
     ``torch`` is a glob over ``torch.__version__`` for failures that depend on the torch release (dynamo's graph
     breaks change between releases); an entry for another release is not applied here and is not stale here.
+    ``releases`` is a glob over the installed release of the subject's library, for failures of some releases only
+    (the history view runs earlier ones): an entry for another release is, likewise, neither applied nor stale.
     ``reproducer`` is the path, from the suite's root, of a standalone script (the library and torch, nothing of
     this project) that shows the failure by failing (reproducers/README.md); every entry has one.
     """
@@ -104,6 +106,7 @@ class Known:
     dtype: str = "*"
     also: tuple[str, ...] = ()
     torch: str = "*"
+    releases: str = "*"
     reproducer: str = ""
 
     def explains(self, cause: str | None) -> bool:
@@ -151,6 +154,8 @@ class Subject:
     examples_scale: ``{device: factor}``: fewer hypothesis examples per cell on that device (at least one), for
                subjects whose every example is expensive there (the kernels run in Triton's interpreter on cpu).
     protocol:  for a subject whose state persists between calls: how it is driven across calls (CallProtocol).
+    releases:  ``(glob, reason)``: the releases of its library that have it (a glob over the installed release), and
+               why others do not; in another release its cells are ``skip`` with that reason (the history view).
     """
 
     id: str
@@ -166,6 +171,7 @@ class Subject:
     not_applicable: Mapping[str, str] = field(default_factory=dict)
     examples_scale: Mapping[str, float] = field(default_factory=dict)
     protocol: CallProtocol | None = None
+    releases: tuple[str, str] | None = None
 
     def replace(self, **changes: Any) -> "Subject":
         return dataclasses.replace(self, **changes)
@@ -204,6 +210,8 @@ class Library:
     sdist_sha256: built from its source distribution by the set-up's script of that name instead of installed
                   (no wheel exists); the hash pins the archive.
     gpu:          installed by ``scripts/gpu-run.sh`` (False where the GPU image cannot run it).
+    history:      earlier releases whose matrix is recorded too, each in its own environment (``noxfile.py``,
+                  records under ``reports/history/``): the report's history view shows where an outcome changed.
     """
 
     name: str
@@ -213,7 +221,12 @@ class Library:
     dependencies: tuple[str, ...] = ()
     sdist_sha256: str | None = None
     gpu: bool = True
+    history: tuple[str, ...] = ()
 
     @property
     def requirement(self) -> str:
         return f"{self.distribution}=={self.version}"
+
+    def at(self, version: str) -> "Library":
+        """This library pinned to another release."""
+        return dataclasses.replace(self, version=version)

@@ -39,6 +39,7 @@ from ..records import expectations
 from ..records.io import DEFAULT_DIR, missing_shards
 from .data import (
     JSON_SCHEMA_VERSION,
+    STALE_AFTER_S,
     Loaded,
     build_model,
     diff,
@@ -51,6 +52,7 @@ from .data import (
     parse_environment,
     versions_note,
 )
+from .history import HISTORY_DIR, build_history, load_history
 from .html import render_chunks
 from .markdown import diff_summary, render_diff_markdown, render_markdown, render_summary
 
@@ -168,6 +170,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="benchmark results to show beside the matrix (python -m conformance.bench; default: "
                              "reports/bench/latest-*.json, else reports/bench/baseline-*.json)")
     parser.add_argument("--no-bench", action="store_true", help="show no benchmark section")
+    parser.add_argument("--history", nargs="+", metavar="PATH", default=None,
+                        help="records of earlier library releases (./run history) for the history view, read apart "
+                             f"from the matrix (default: {HISTORY_DIR} where it exists)")
+    parser.add_argument("--no-history", action="store_true", help="show no history view")
     args = parser.parse_args(argv)
     if args.fail_on_regression and not args.diff_against:
         parser.error("--fail-on-regression needs --diff-against")
@@ -271,7 +277,20 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
         else:
             the_diff = diff(baseline, loaded.rows, against=str(args.diff_against), sparse=sparse)
     bench = [] if args.no_bench else load_bench(args.bench or default_bench(), loaded.problems)
+    history_rows = []
+    if not args.no_history:
+        history_rows = load_history([Path(p) for p in args.history] if args.history else [HISTORY_DIR],
+                                    loaded.problems)
+        if args.history and not history_rows:
+            say(f"--history {', '.join(args.history)}: no records")
+            return 2
     model = build_model(loaded, the_diff, bench=bench)
+    model["history"] = build_history(loaded.rows, history_rows, time.time())
+    if model["history"]:
+        stale = [e["name"] for lib in model["history"].values() for e in lib["environments"] if e["stale"]]
+        if stale:
+            say(f"stale history records (older than {STALE_AFTER_S // 86400} days): {', '.join(stale)}; record them "
+                "again with ./run history")
     outputs = {"matrix.html": render_chunks(loaded, model, the_diff),
                "matrix.md": render_markdown(loaded, model, the_diff),
                "matrix.json": matrix_json(model, loaded.rows),

@@ -802,7 +802,12 @@ bench: benchmark runs shown beside the matrix (python -m conformance.bench): [{s
   reference time, interleaved median), subject_s, reference_s (median seconds per call), mem_subject,
   mem_reference (peak bytes of one forward+backward, or null)}]}, skipped: {case: reason}}].
 agreement: CPU/CUDA agreement per subject from the cpu_vs_cuda cells, disagreements first: [{subject, library,
-  worst, checks: {check: outcome}, max_abs_err, max_rel_err (largest over its checks, or null), cause, message}]."""
+  worst, checks: {check: outcome}, max_abs_err, max_rel_err (largest over its checks, or null), cause, message}].
+history: outcomes across library releases (conformance.report.history; the pinned release from these cells, earlier
+  ones from reports/history): {library: {releases (oldest first), pinned, environments: [{name, version, cells,
+  recorded, age, stale, suite_sha, torch}], rows: [{subject, transform, by_release: {release: {status ("passes",
+  "fails" or "skip", known failures included), causes, n_fails, n_total}}, changed_in: [release]}], changes:
+  [{subject, transform, from, to, before, after, kind ("fixed", "broken" or "changed")}]}}."""
 
 
 def error_size(value: float | None) -> str:

@@ -161,6 +161,37 @@ def _agreement_section(agreement: list[dict]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table></section>")
 
 
+def _history_section(history: dict) -> str:
+    """Per library: its releases and each subject x transform whose status changed between them (escaped)."""
+    if not history:
+        return ""
+    from .history import history_counts, history_status  # history imports this module's SYMBOLS
+
+    def code(text: str) -> str:
+        return f"<code>{e(text)}</code>"
+
+    parts = ['<section id="history"><h2>Across releases</h2><p class="muted">A release\'s status counts what the '
+             "checks found, known failures included; CPU cells only.</p>"]
+    for library, entry in history.items():
+        recorded = "".join(
+            f"<li>{e(env['version'])}: {env['cells']} cells recorded {e(env['recorded'])} ({e(env['age'])}"
+            f"{', <b>stale</b>' if env['stale'] else ''}) by suite {code(env['suite_sha'])}, torch {e(env['torch'])}"
+            "</li>" for env in entry["environments"])
+        recorded += f"<li>{e(', '.join(entry['pinned']))}: the matrix above (pinned)</li>"
+        head = "".join(f"<th>{e(v)}</th>" for v in entry["releases"])
+        rows = "".join(
+            f"<tr><td><code>{e(row['subject'])}</code></td><td>{e(row['transform'])}</td>"
+            + "".join(f"<td>{history_status(row['by_release'].get(v), code=code, text=e)}</td>"
+                      for v in entry["releases"])
+            + f"<td>{e(', '.join(row['changed_in']))}</td></tr>" for row in entry["rows"] if row["changed_in"])
+        parts.append(f"<h3>{e(library)}: {' → '.join(e(v) for v in entry['releases'])}</h3><ul>{recorded}</ul>"
+                     f"<p>{e(history_counts(entry))}.</p>")
+        if rows:
+            parts.append(f'<table class="list"><thead><tr><th>subject</th><th>transform</th>{head}<th>changed in</th>'
+                         f"</tr></thead><tbody>{rows}</tbody></table>")
+    return "".join(parts) + "</section>"
+
+
 def _bench_section(bench: list[dict]) -> str:
     """Per benchmark run, per library, a bar per case: subject time / reference time on a log scale around 1
     (left of the line: faster than the spec; right: slower). Every recorded string is escaped."""
@@ -402,6 +433,7 @@ transform and check in one line).</span></p>
 <div id="matrix-wrap"><table id="matrix"><thead></thead><tbody></tbody></table></div>
 {_definitions(model)}
 {_agreement_section(model.get("agreement") or [])}
+{_history_section(model.get("history") or {})}
 {_bench_section(model.get("bench") or [])}
 {_diff_section(the_diff)}
 <aside id="details" hidden><button id="details-close" type="button" aria-label="close">×</button>

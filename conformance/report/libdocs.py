@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from tabulate import tabulate
 from ..core.escape import md_code, md_fence, md_text, md_url, terminal_text
 from ..core.fileio import atomic_write
 from .data import LEFT_BEHIND, left_behind, load_records, reproducer_code
+from .history import HISTORY_DIR, build_history, history_counts, history_status, load_history, version_key
 
 FAILING = ("fail", "xfail", "xpass", "crash", "timeout")
 #: Libraries under test as transforms rather than subjects: their page gathers the cells of their transforms.
@@ -30,8 +32,9 @@ def page_name(library: str) -> str:
     return (name or "unknown") + ".md"
 
 
-def render(library: str, records: list) -> str:
-    """The Markdown page of one library (every recorded string escaped)."""
+def render(library: str, records: list, history: dict | None = None) -> str:
+    """The Markdown page of one library (every recorded string escaped); ``history`` is its entry of the history
+    view (conformance.report.history), if earlier releases were recorded."""
     versions = sorted({str((r["env"].get("libraries") or {}).get(library, "?")) for r in records if r.get("env")})
     torch_versions = sorted({str(r["env"].get("torch", "?")) for r in records if r.get("env")})
     lines = [f"# {md_text(library)}", "",
@@ -52,6 +55,7 @@ def render(library: str, records: list) -> str:
     works = sorted({(r["transform"]) for r in records if r["outcome"] == "pass"})
     lines += ["## What works", "", "Transforms with at least one passing check: "
               + ", ".join(md_text(w) for w in works or ["none"]), ""]
+    lines += _across_releases(history)
     lines += ["## What fails, and why", "",
               "A known failure is described once, with every cell it covers; a failure nobody has explained yet is "
               "listed per subject.", ""]
@@ -83,6 +87,27 @@ def render(library: str, records: list) -> str:
         lines += _cells_by_subject(recs)
         lines += _example(recs)
     return "\n".join(lines)
+
+
+def _across_releases(history: dict | None) -> list[str]:
+    """Fixed in / broken in / changed in, per release, from the history view (CPU cells)."""
+    if not history:
+        return []
+    lines = ["## Across releases", "",
+             f"Releases recorded: {', '.join(md_text(v) for v in history['releases'])} (pinned: "
+             f"{', '.join(md_text(v) for v in history['pinned'])}); CPU cells, known failures counted as failures. "
+             + history_counts(history) + ".", ""]
+    titles = {"fixed": "Fixed in", "broken": "Broken in", "changed": "Changed in"}
+    for kind, title in titles.items():
+        changes = [c for c in history["changes"] if c["kind"] == kind]
+        for release in sorted({c["to"] for c in changes}, key=version_key):
+            lines += [f"### {title} {md_text(release)}", ""]
+            lines += [f"- {md_code(c['subject'])} × {md_text(c['transform'])}: "
+                      f"{history_status(c['before'], code=md_code, text=md_text)} in {md_text(c['from'])} → "
+                      f"{history_status(c['after'], code=md_code, text=md_text)}"
+                      for c in changes if c["to"] == release]
+            lines.append("")
+    return lines
 
 
 def _in_repository(link: str) -> str:
@@ -152,8 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     # the checked-in GPU records too, as the report reads them (a no-device CUDA skip never displaces them)
     parser.add_argument("--results", nargs="+", default=["reports/results", "reports/cuda"])
     parser.add_argument("--out", default="docs/libraries")
+    parser.add_argument("--history", nargs="+", default=[str(HISTORY_DIR)],
+                        help="records of earlier releases (default: %(default)s)")
     args = parser.parse_args(argv)
     loaded = load_records(args.results)
+    history = build_history(loaded.rows, load_history(args.history, loaded.problems), time.time())
     for problem in loaded.problems:
         print(f"libdocs: skipped {terminal_text(problem)}", file=sys.stderr)
     records = loaded.rows
@@ -168,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for library, recs in sorted(by_library.items()):
         path = out / page_name(library)
-        atomic_write(path, render(library, recs))
+        atomic_write(path, render(library, recs, history.get(library)))
         print(f"libdocs: wrote {terminal_text(path)} ({len(recs)} cells)")
     return 0 if records else 2
 

@@ -11,6 +11,7 @@ from tabulate import tabulate
 
 from ..core.escape import md_code, md_text, md_url
 from .data import WORST_FIRST, Diff, Loaded, aggregate, error_size, group, left_out_note
+from .history import history_counts, history_status
 from .html import MEANING, SYMBOLS
 
 #: GitHub refuses a comment longer than 65,536 characters; summary.md stays under this many UTF-8 bytes (never
@@ -94,10 +95,33 @@ def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -
                        for r in model["runs"]],
                       ["run", "started (UTC)", "age", "devices", "torch", "suite sha", "cells shown"]))
     out += render_agreement_markdown(model.get("agreement") or [])
+    out += render_history_markdown(model.get("history") or {})
     out += render_bench_markdown(model.get("bench") or [])
     if the_diff is not None:
         out += ["", render_diff_markdown(the_diff, limit=50)]
     return "\n".join(out) + "\n"
+
+
+def render_history_markdown(history: dict) -> list[str]:
+    """Per library: its releases, the environments that recorded them, and each subject x transform that changed."""
+    if not history:
+        return []
+    out = ["", "## Across releases", "",
+           "A release's status counts what the checks found, known failures included; CPU cells only."]
+    for library, entry in history.items():
+        out += ["", f"### {md_text(library)}: {' → '.join(md_text(v) for v in entry['releases'])}", ""]
+        out += [f"- {md_text(e['version'])}: {e['cells']} cells recorded {md_text(e['recorded'])} ({md_text(e['age'])}"
+                f"{', stale' if e['stale'] else ''}) by suite {md_code(e['suite_sha'])}, torch {md_text(e['torch'])}"
+                for e in entry["environments"]]
+        out += [f"- {', '.join(md_text(v) for v in entry['pinned'])}: the matrix above (pinned)", "",
+                history_counts(entry) + ".", ""]
+        changed = [row for row in entry["rows"] if row["changed_in"]]
+        if changed:
+            out.append(_table([[md_text(row["subject"]), md_text(row["transform"])]
+                               + [history_status(row["by_release"].get(v), code=md_code, text=md_text) for v in entry["releases"]]
+                               + [", ".join(md_text(v) for v in row["changed_in"])] for row in changed],
+                              ["subject", "transform", *(md_text(v) for v in entry["releases"]), "changed in"]))
+    return out
 
 
 def render_definitions_markdown(model: dict) -> list[str]:

@@ -32,7 +32,7 @@ from ..transforms.bdpy import known_tuple_output as bdpy_tuple_output
 
 #: Installed without its declared dependencies: it declares torchvision (a CUDA torch) and imports it only for datasets.
 LIBRARY = Library("norse", "norse", "1.1.0", no_deps=True,
-                  dependencies=("nir==1.0.4", "nirtorch==2.0.2"))
+                  dependencies=("nir==1.0.4", "nirtorch==2.0.2"), history=("1.0.0",))
 REQUIRES = ("norse",)
 _SRC = "https://github.com/norse/norse/blob/main/norse/torch"
 _REPRO = "reproducers/norse"

@@ -16,7 +16,7 @@ from ..core.types import CallProtocol, Example, Known, Library, Subject
 
 #: Installed without its declared dependencies: it declares samna (hardware tooling) and imports it only for chips.
 LIBRARY = Library("sinabs", "sinabs", "3.1.3", no_deps=True,
-                  dependencies=("matplotlib", "nir==1.0.4", "nirtorch==2.0.2", "pbr"))
+                  dependencies=("matplotlib", "nir==1.0.4", "nirtorch==2.0.2", "pbr"), history=("3.0.4",))
 REQUIRES = ("sinabs",)
 _SRC = "https://github.com/synsense/sinabs/blob/develop/sinabs"
 

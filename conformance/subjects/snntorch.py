@@ -31,7 +31,7 @@ from torch import nn
 from ..core.types import CallProtocol, Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
 
-LIBRARY = Library("snntorch", "snntorch", "1.0.0")
+LIBRARY = Library("snntorch", "snntorch", "1.0.0", history=("0.9.4",))
 # The 1.0.0 wheel's surrogate.py and _neurons/{neurons,leaky,synaptic,alpha,lapicque,rleaky,rsynaptic}.py are
 # byte-identical to the v0.9.4 tag (same git blob hashes): links point there, so line anchors stay valid.
 SOURCE = "https://github.com/jeshraghian/snntorch/blob/v0.9.4/snntorch"

@@ -19,7 +19,8 @@ from ..transforms.bdpy import known_stepped as bdpy_stepped
 
 #: Installed without its declared dependencies: it declares torchvision/torchaudio (a CUDA torch) and imports neither.
 LIBRARY = Library("spikingjelly", "spikingjelly", "2.0.0", no_deps=True,
-                  dependencies=("h5py", "loguru", "matplotlib", "packaging", "scipy", "tqdm"))
+                  dependencies=("h5py", "loguru", "matplotlib", "packaging", "scipy", "tqdm"),
+                  history=("0.0.0.0.14",))
 REQUIRES = ("spikingjelly",)
 _SRC = "https://github.com/fangwei123456/spikingjelly/blob/master/spikingjelly/activation_based"
 

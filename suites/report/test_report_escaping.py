@@ -84,12 +84,16 @@ def hostile_outputs(tmp_path, capfd):
     bench.update(device=hostile("bench-device"), profile=hostile("bench-profile"), started=hostile("bench-started"))
     bench_file = tmp_path / "bench.json"
     bench_file.write_text(json.dumps(bench))
+    # an earlier release of the same library, in which the first two cells passed (the history view)
+    history = write(tmp_path / "history" / "old.jsonl", [dict(r, library_version=hostile("old-release"),
+                                                              outcome="pass", cause=None) for r in records[:2]])
     out = tmp_path / "out"
     expected = tmp_path / "expected.json"
     assert main(["--results", str(results), "--out", str(out), "--no-run", "--bench", str(bench_file),
                  "--diff-against", str(before), "--write-expectations", str(expected), "--env", "lab",
-                 "--report-url", "javascript:alert(1)"]) == 0
-    assert libdocs.main(["--results", str(results), "--out", str(tmp_path / "docs")]) == 0
+                 "--report-url", "javascript:alert(1)", "--history", str(history.parent)]) == 0
+    assert libdocs.main(["--results", str(results), "--out", str(tmp_path / "docs"),
+                         "--history", str(history.parent)]) == 0
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"schema": 1, "env": "lab", "cells": {
         hostile("a|b|c|d|e").replace("|", "/") + "|t|c|cpu|e": {"outcome": "pass", "cause": hostile("cause")}}}))
@@ -156,6 +160,15 @@ def check_markdown(text: str, name: str) -> None:
         else:
             table_columns = None
     assert fence is None, name
+
+
+def test_the_history_view_is_in_every_output(hostile_outputs):
+    tmp_path, out, _ = hostile_outputs
+    release = f"{MARK}old-release"
+    assert release in (out / "matrix.md").read_text().split("## Across releases", 1)[1]
+    assert 'id="history"' in (out / "matrix.html").read_text() and release in (out / "matrix.html").read_text()
+    assert json.loads((out / "matrix.json").read_text())["history"]
+    assert any("## Across releases" in p.read_text() for p in (tmp_path / "docs").iterdir())
 
 
 def test_markdown_outputs_escape_every_recorded_string(hostile_outputs):

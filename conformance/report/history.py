@@ -1,0 +1,138 @@
+"""The history view: each library release's outcome per subject x transform, and the release where it changed.
+
+The pinned release's cells are the matrix's own rows; earlier releases' come from their environments' records
+(``reports/history/``, written by ``noxfile.py``), read apart from the matrix so that they never displace a cell of
+the pinned release. A release's status of a cell is what its check found, whether or not a known failure excuses
+it: ``passes`` (pass, xpass), ``fails`` (fail, xfail, crash, timeout) or ``skip``; a subject x transform fails in a
+release when any of its checks (dtypes) fails there, and it changed when its status or its causes did.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..records.io import Problem, iter_records
+from .data import STALE_AFTER_S, Row, human_age, normalise, parse_time
+from .html import SYMBOLS
+
+#: Where the history's environments keep their records (checked in, like reports/cuda).
+HISTORY_DIR = Path("reports") / "history"
+STATUS = {"pass": "passes", "xpass": "passes", "fail": "fails", "xfail": "fails", "crash": "fails",
+          "timeout": "fails", "skip": "skip"}
+
+
+def version_key(version: str) -> tuple:
+    """Releases in order: 0.0.0.0.14 < 0.9.4 < 1.0.0 < 1.0.0.post1 (numbers compared as numbers)."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"[.\-+]", version))
+
+
+def load_history(paths: Iterable[Path | str], problems: list[Problem]) -> list[Row]:
+    """The latest record of every cell of every library release under ``paths``."""
+    latest: dict[tuple[str, str], Row] = {}
+    for path in map(Path, paths):
+        if not path.exists():
+            continue
+        for record in iter_records([path], problems):
+            try:
+                row = normalise(record)
+            except Exception as exc:  # noqa: BLE001 - an unusable record is a problem to show, not a crash
+                problems.append(Problem(str(path), 0, f"unusable record: {exc}"))
+                continue
+            key = (row["library_version"] or "", row["id"])
+            if key not in latest or row["started"] >= latest[key]["started"]:
+                latest[key] = row
+    return list(latest.values())
+
+
+def _summary(rows: list[Row]) -> dict:
+    statuses = [STATUS.get(r["outcome"], "fails") for r in rows]
+    status = "fails" if "fails" in statuses else "passes" if "passes" in statuses else "skip"
+    failing = [r for r, s in zip(rows, statuses) if s == "fails"]
+    return {"status": status, "causes": sorted({r["cause"] or "unknown" for r in failing}),
+            "n_fails": len(failing), "n_total": sum(s != "skip" for s in statuses)}
+
+
+def build_history(matrix_rows: list[Row], history_rows: list[Row], now: float) -> dict:
+    """matrix.json's ``history``: {library: {releases, pinned, environments, rows, changes}} for every library with
+    records of more than its pinned release (empty when there are none)."""
+    by_library: dict[str, dict[str, dict[str, Row]]] = defaultdict(lambda: defaultdict(dict))
+    for row in history_rows:
+        by_library[row["library"]][row["library_version"] or "unknown"][row["id"]] = row
+    view = {}
+    for library, releases in sorted(by_library.items()):
+        devices = {r["device"] for cells in releases.values() for r in cells.values()}
+        pinned = {r["id"]: r for r in matrix_rows if r["library"] == library and r["device"] in devices}
+        pinned_versions = sorted({r["library_version"] or "unknown" for r in pinned.values()})
+        environments = [_environment(library, version, cells, now) for version, cells in releases.items()]
+        for version in pinned_versions:
+            releases.setdefault(version, {}).update({k: v for k, v in pinned.items()
+                                                     if (v["library_version"] or "unknown") == version})
+        ordered = sorted(releases, key=version_key)
+        if len(ordered) < 2:
+            continue
+        rows, changes = [], []
+        cells = {(r["subject"], r["transform"]) for cells in releases.values() for r in cells.values()}
+        for subject, transform in sorted(cells):
+            by_release = {}
+            for version in ordered:
+                members = [r for r in releases[version].values()
+                           if r["subject"] == subject and r["transform"] == transform]
+                if members:
+                    by_release[version] = _summary(members)
+            seen = [v for v in ordered if v in by_release]
+            changed_in = [new for old, new in zip(seen, seen[1:])
+                          if (by_release[old]["status"], by_release[old]["causes"])
+                          != (by_release[new]["status"], by_release[new]["causes"])]
+            rows.append({"subject": subject, "transform": transform, "by_release": by_release,
+                         "changed_in": changed_in})
+            for new in changed_in:
+                old = seen[seen.index(new) - 1]
+                changes.append({"subject": subject, "transform": transform, "from": old, "to": new,
+                                "before": by_release[old], "after": by_release[new],
+                                "kind": _kind(by_release[old]["status"], by_release[new]["status"])})
+        view[library] = {"releases": ordered, "pinned": pinned_versions, "environments": environments,
+                         "rows": rows, "changes": changes}
+    return view
+
+
+def _kind(before: str, after: str) -> str:
+    if before == "fails" and after == "passes":
+        return "fixed"
+    if before == "passes" and after == "fails":
+        return "broken"
+    return "changed"
+
+
+def _environment(library: str, version: str, cells: dict[str, Row], now: float) -> dict:
+    times = [t for t in (parse_time(r["started"]) for r in cells.values()) if t is not None]
+    age = now - min(times) if times else None
+    shas = sorted({str(r["env"].get("suite_sha")) for r in cells.values()})
+    return {"name": f"{library}-{version}", "version": version, "cells": len(cells),
+            "recorded": min((r["started"] for r in cells.values()), default=""), "age": human_age(age),
+            "stale": age is not None and age > STALE_AFTER_S, "suite_sha": ", ".join(shas),
+            "torch": ", ".join(sorted({str(r["env"].get("torch")) for r in cells.values()}))}
+
+
+# ------------------------------------------------------------------------------------- shown by both reports
+HISTORY_SYMBOLS = {"passes": SYMBOLS["pass"], "fails": SYMBOLS["fail"], "skip": SYMBOLS["skip"]}
+
+
+def history_status(summary: dict | None, *, code: Callable[[str], str], text: Callable[[str], str]) -> str:
+    """One release's status of a subject x transform, as both reports print it (escaped with ``code``/``text``)."""
+    if summary is None:
+        return "not recorded"
+    shown = f"{HISTORY_SYMBOLS[summary['status']]} {text(summary['status'])}"
+    if summary["status"] == "fails":
+        shown += f" {summary['n_fails']}/{summary['n_total']} ({', '.join(code(c) for c in summary['causes'])})"
+    return shown
+
+
+def history_counts(library: dict) -> str:
+    kinds = [change["kind"] for change in library["changes"]]
+    changed = sum(bool(row["changed_in"]) for row in library["rows"])
+    return (f"{changed} of {len(library['rows'])} subject × transform cells changed between releases "
+            f"({kinds.count('fixed')} fixed, {kinds.count('broken')} broken, {kinds.count('changed')} changed "
+            "otherwise)")
