@@ -50,7 +50,10 @@ def history(session: nox.Session, environment: str) -> None:
     session.install("-c", "constraints.txt", "-e", ".")
     session.run("bash", "scripts/install-libraries.sh", "--release", chosen["release"], "--no-source-builds",
                 external=True)
-    session.run("python", "-c", "import torch, sys; assert torch.__version__.startswith('2.13.0'), torch.__version__")
+    distribution, version = chosen["release"].split("==")
+    session.run("python", "-c", "import importlib.metadata as m, torch; "
+                "assert torch.__version__.startswith('2.13.0'), torch.__version__; "
+                f"assert m.version({distribution!r}) == {version!r}, 'the release did not install'")
     shard = next((arg.split("=", 1)[-1] if "=" in arg else session.posargs[i + 1]
                   for i, arg in enumerate(session.posargs) if arg.startswith("--shard")), None)
     with tempfile.TemporaryDirectory(prefix=f"history-{environment}-") as results:

@@ -444,6 +444,7 @@ def host():
     import io
     import pstats
 
+    from kernels import binary as B
     from kernels import lif as L
 
     x = torch.rand(4, 1024, device="cuda")

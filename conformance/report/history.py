@@ -57,22 +57,28 @@ def _summary(rows: list[Row]) -> dict:
 
 def build_history(matrix_rows: list[Row], history_rows: list[Row], now: float) -> dict:
     """matrix.json's ``history``: {library: {releases, pinned, environments, rows, changes}} for every library with
-    records of more than its pinned release (empty when there are none)."""
+    records of a release other than its pinned one (empty when there are none). A release whose every cell failed
+    to build its subject is listed (its environment's ``unusable``) but not compared cell by cell."""
     by_library: dict[str, dict[str, dict[str, Row]]] = defaultdict(lambda: defaultdict(dict))
     for row in history_rows:
-        by_library[row["library"]][row["library_version"] or "unknown"][row["id"]] = row
+        if row["library_version"]:  # without one the library was not installed: skips, of no release
+            by_library[row["library"]][row["library_version"]][row["id"]] = row
     view = {}
     for library, releases in sorted(by_library.items()):
-        devices = {r["device"] for cells in releases.values() for r in cells.values()}
+        # the devices the earlier releases ran on (a CPU machine's no-device CUDA skips are no evidence)
+        devices = {r["device"] for cells in releases.values() for r in cells.values() if r["outcome"] != "skip"}
         pinned = {r["id"]: r for r in matrix_rows if r["library"] == library and r["device"] in devices}
         pinned_versions = sorted({r["library_version"] or "unknown" for r in pinned.values()})
         environments = [_environment(library, version, cells, now) for version, cells in releases.items()]
+        for environment in environments:
+            if environment["unusable"]:  # listed with its one cause, not compared cell by cell
+                del releases[environment["version"]]
         for version in pinned_versions:
             releases.setdefault(version, {}).update({k: v for k, v in pinned.items()
                                                      if (v["library_version"] or "unknown") == version})
         ordered = sorted(releases, key=version_key)
-        if len(ordered) < 2:
-            continue
+        if len(ordered) < 2 and not any(e["unusable"] for e in environments):
+            continue  # nothing but the pinned release
         rows, changes = [], []
         cells = {(r["subject"], r["transform"]) for cells in releases.values() for r in cells.values()}
         for subject, transform in sorted(cells):
@@ -106,11 +112,24 @@ def _kind(before: str, after: str) -> str:
     return "changed"
 
 
+def _unusable(cells: dict[str, Row]) -> dict | None:
+    """{cause, message} when every cell that ran in a release failed to build its subject with one error (the
+    release cannot be used here at all, e.g. it does not import), else None."""
+    ran = [r for r in cells.values() if r["outcome"] != "skip"]
+    causes = {r["cause"] for r in ran}
+    if not ran or causes != {"build-failed"} or any(STATUS.get(r["outcome"]) != "fails" for r in ran):
+        return None
+    messages = sorted({next((line for line in r["message"].splitlines() if line.startswith("[build]")),
+                            r["message"].split("\n", 1)[0])[:300] for r in ran})
+    return {"cause": "build-failed", "message": messages[0] if len(messages) == 1 else
+            f"{messages[0]} (and {len(messages) - 1} other message(s))"}
+
+
 def _environment(library: str, version: str, cells: dict[str, Row], now: float) -> dict:
     times = [t for t in (parse_time(r["started"]) for r in cells.values()) if t is not None]
     age = now - min(times) if times else None
     shas = sorted({str(r["env"].get("suite_sha")) for r in cells.values()})
-    return {"name": f"{library}-{version}", "version": version, "cells": len(cells),
+    return {"name": f"{library}-{version}", "version": version, "cells": len(cells), "unusable": _unusable(cells),
             "recorded": min((r["started"] for r in cells.values()), default=""), "age": human_age(age),
             "stale": age is not None and age > STALE_AFTER_S, "suite_sha": ", ".join(shas),
             "torch": ", ".join(sorted({str(r["env"].get("torch")) for r in cells.values()}))}
@@ -136,3 +155,16 @@ def history_counts(library: dict) -> str:
     return (f"{changed} of {len(library['rows'])} subject × transform cells changed between releases "
             f"({kinds.count('fixed')} fixed, {kinds.count('broken')} broken, {kinds.count('changed')} changed "
             "otherwise)")
+
+
+def environment_line(environment: dict, *, code: Callable[[str], str], text: Callable[[str], str],
+                     age: bool = True) -> str:
+    """One recorded environment, as both reports and the library pages print it (escaped with ``code``/``text``;
+    without its age where the text is kept, as the library pages are)."""
+    when = f" ({text(environment['age'])}{', stale' if environment['stale'] else ''})" if age else ""
+    line = (f"{text(environment['version'])}: {environment['cells']} cells recorded {text(environment['recorded'])}"
+            f"{when} by suite {code(environment['suite_sha'])}, torch {text(environment['torch'])}")
+    if environment["unusable"]:
+        line += (f"; unusable here, every cell failed to build its subject ({code(environment['unusable']['cause'])}):"
+                 f" {text(environment['unusable']['message'])}")
+    return line

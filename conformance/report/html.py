@@ -165,7 +165,7 @@ def _history_section(history: dict) -> str:
     """Per library: its releases and each subject x transform whose status changed between them (escaped)."""
     if not history:
         return ""
-    from .history import history_counts, history_status  # history imports this module's SYMBOLS
+    from .history import environment_line, history_counts, history_status  # history imports this module's SYMBOLS
 
     def code(text: str) -> str:
         return f"<code>{e(text)}</code>"
@@ -173,10 +173,7 @@ def _history_section(history: dict) -> str:
     parts = ['<section id="history"><h2>Across releases</h2><p class="muted">A release\'s status counts what the '
              "checks found, known failures included; CPU cells only.</p>"]
     for library, entry in history.items():
-        recorded = "".join(
-            f"<li>{e(env['version'])}: {env['cells']} cells recorded {e(env['recorded'])} ({e(env['age'])}"
-            f"{', <b>stale</b>' if env['stale'] else ''}) by suite {code(env['suite_sha'])}, torch {e(env['torch'])}"
-            "</li>" for env in entry["environments"])
+        recorded = "".join(f"<li>{environment_line(env, code=code, text=e)}</li>" for env in entry["environments"])
         recorded += f"<li>{e(', '.join(entry['pinned']))}: the matrix above (pinned)</li>"
         head = "".join(f"<th>{e(v)}</th>" for v in entry["releases"])
         rows = "".join(

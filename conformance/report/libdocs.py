@@ -18,7 +18,15 @@ from tabulate import tabulate
 from ..core.escape import md_code, md_fence, md_text, md_url, terminal_text
 from ..core.fileio import atomic_write
 from .data import LEFT_BEHIND, left_behind, load_records, reproducer_code
-from .history import HISTORY_DIR, build_history, history_counts, history_status, load_history, version_key
+from .history import (
+    HISTORY_DIR,
+    build_history,
+    environment_line,
+    history_counts,
+    history_status,
+    load_history,
+    version_key,
+)
 
 FAILING = ("fail", "xfail", "xpass", "crash", "timeout")
 #: Libraries under test as transforms rather than subjects: their page gathers the cells of their transforms.
@@ -97,6 +105,8 @@ def _across_releases(history: dict | None) -> list[str]:
              f"Releases recorded: {', '.join(md_text(v) for v in history['releases'])} (pinned: "
              f"{', '.join(md_text(v) for v in history['pinned'])}); CPU cells, known failures counted as failures. "
              + history_counts(history) + ".", ""]
+    lines += [f"- {environment_line(e, code=md_code, text=lambda t: md_text(_portable(t)), age=False)}"
+              for e in history["environments"]] + [""]
     titles = {"fixed": "Fixed in", "broken": "Broken in", "changed": "Changed in"}
     for kind, title in titles.items():
         changes = [c for c in history["changes"] if c["kind"] == kind]
@@ -158,12 +168,12 @@ def _example(recs: list) -> list[str]:
 
 #: A traceback's file paths as any reader's machine has them: an installed package's from site-packages/ on (the
 #: GPU run installs into a private folder, scripts/gpu-run.sh), the project's from its own folders on.
-_INSTALLED = re.compile(r'(?<=")[^"]*?/(?:site-packages|conformance-site|kernels-site)/')
+_INSTALLED = re.compile(r'(?:(?<=")|(?<=\s)|^)[^"\s]*?/(?:site-packages|conformance-site|kernels-site)/')
 _PROJECT = re.compile(r'(?<=")[^"]*?/(?=(?:conformance|reference|kernels|suites)/)')
 
 
 def _portable(line: str) -> str:
-    """``line`` with the recording machine's part of each quoted file path dropped."""
+    """``line`` with the recording machine's part of each file path dropped (quoted, or a word of its own)."""
     return _PROJECT.sub("", _INSTALLED.sub("site-packages/", line))
 
 

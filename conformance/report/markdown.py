@@ -11,7 +11,7 @@ from tabulate import tabulate
 
 from ..core.escape import md_code, md_text, md_url
 from .data import WORST_FIRST, Diff, Loaded, aggregate, error_size, group, left_out_note
-from .history import history_counts, history_status
+from .history import environment_line, history_counts, history_status
 from .html import MEANING, SYMBOLS
 
 #: GitHub refuses a comment longer than 65,536 characters; summary.md stays under this many UTF-8 bytes (never
@@ -110,9 +110,7 @@ def render_history_markdown(history: dict) -> list[str]:
            "A release's status counts what the checks found, known failures included; CPU cells only."]
     for library, entry in history.items():
         out += ["", f"### {md_text(library)}: {' → '.join(md_text(v) for v in entry['releases'])}", ""]
-        out += [f"- {md_text(e['version'])}: {e['cells']} cells recorded {md_text(e['recorded'])} ({md_text(e['age'])}"
-                f"{', stale' if e['stale'] else ''}) by suite {md_code(e['suite_sha'])}, torch {md_text(e['torch'])}"
-                for e in entry["environments"]]
+        out += [f"- {environment_line(e, code=md_code, text=md_text)}" for e in entry["environments"]]
         out += [f"- {', '.join(md_text(v) for v in entry['pinned'])}: the matrix above (pinned)", "",
                 history_counts(entry) + ".", ""]
         changed = [row for row in entry["rows"] if row["changed_in"]]

@@ -33,7 +33,7 @@ from ..transforms.bdpy import POSITIONAL_LINK, TUPLE_OUTPUT_LINK
 from . import load_parameters as _load
 
 LIBRARY = Library("brevitas", "brevitas", "0.13.4",
-                  dependencies=("dependencies==2.0.1", "unfoldNd"), history=("0.12.1",))
+                  dependencies=("dependencies==2.0.1", "unfoldNd"), history=("0.13.1",))
 REQUIRES = ("brevitas",)
 SOURCE = "https://github.com/Xilinx/brevitas/blob/v0.13.4/src/brevitas"
 

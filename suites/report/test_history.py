@@ -85,3 +85,19 @@ def test_the_report_keeps_the_pinned_cells_shows_the_history_and_flags_a_stale_e
     assert libdocs.main(["--results", str(results), "--history", str(history), "--out", str(docs)]) == 0
     page = (docs / "lib.md").read_text()
     assert "### Broken in 1.0.0" in page and "`lib.A` × vmap: ✓ passes in 0.9.4 → ✗ fails 1/2" in page
+
+
+def test_a_release_that_cannot_build_any_subject_is_listed_with_its_error_not_compared_cell_by_cell():
+    broken = [dict(r, cause="build-failed", message="[build] ImportError: norse_op.so: undefined symbol _ZN5torch")
+              for r in rows("1.0.0", {("A", "vmap"): "fail", ("B", "export"): "fail"})]
+    for r in broken:
+        r["outcome"] = "fail"
+    uninstalled = [dict(r, library_version=None, outcome="skip") for r in rows("0.5", {("A", "vmap"): "pass"})]
+    pinned = [normalise(r) for r in rows("1.1.0", {("A", "vmap"): "pass", ("B", "export"): "pass"})]
+    history = build_history(pinned, [normalise(r) for r in broken + uninstalled], time.time())
+    entry = history["lib"]
+    assert entry["releases"] == ["1.1.0"] and entry["changes"] == []
+    (environment,) = entry["environments"]  # the skips of an uninstalled library belong to no release
+    assert environment["version"] == "1.0.0"
+    assert environment["unusable"] == {"cause": "build-failed",
+                                       "message": "[build] ImportError: norse_op.so: undefined symbol _ZN5torch"}

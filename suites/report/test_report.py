@@ -439,3 +439,5 @@ def test_library_pages_show_traceback_paths_without_the_recording_machine():
     assert _portable('File "/usr/lib/python3.12/copy.py", line 2') == 'File "/usr/lib/python3.12/copy.py", line 2'
     assert _portable('File "/tmp/conformance-site/brevitas/nn/a.py", line 3') == \
         'File "site-packages/brevitas/nn/a.py", line 3'  # the GPU run's private install folder
+    assert _portable("ImportError: /w/.nox/h/lib/python3.11/site-packages/norse_op.so: undefined symbol") == \
+        "ImportError: site-packages/norse_op.so: undefined symbol"  # a path in an error's own words
