@@ -200,8 +200,14 @@ def test_a_library_a_transform_and_a_check_are_one_module_each(tmp_path):
     """The CONTRIBUTING recipes, followed on a copy of the suite: each adds one file, and the registry, the cells,
     the set-up's library list and a run of the new cells pick them up with no other file touched."""
     copy = tmp_path / "suite"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", ".cache", "reports", "__pycache__",
-                                                                ".hypothesis", "docs"))
+
+    def not_the_suite(folder: str, names: list[str]) -> set[str]:
+        """Environments, caches and records (.venv, .nox, .cache, ... at the top: gigabytes), reports, docs."""
+        top = Path(folder) == ROOT
+        return {n for n in names if n == "__pycache__" or top and (n in ("reports", "docs") or n.startswith(".")
+                                                                     and n not in (".ci", ".github", ".gitignore"))}
+
+    shutil.copytree(ROOT, copy, ignore=not_the_suite)
     before = {p.relative_to(copy): p.read_bytes() for p in copy.rglob("*") if p.is_file()}
     (copy / "conformance" / "subjects" / "toylib.py").write_text(TOY_LIBRARY)
     (copy / "conformance" / "transforms" / "wrapped.py").write_text(TOY_TRANSFORM)

@@ -49,7 +49,8 @@ def test_the_shards_run_every_test_once_and_split_no_unit_whatever_the_collectio
     random.Random(1).shuffle(shuffled)
     for i in range(1, count + 1):
         mine = {nodeid for (nodeid, _), runs in zip(shuffled, shards.select(shuffled, (i, count), durations)) if runs}
-        assert mine == {nodeid for nodeid, _ in tests if shard_of_unit[shards.unit_of(nodeid, dict(tests)[nodeid])] == i}
+        groups = dict(tests)
+        assert mine == {nodeid for nodeid, _ in tests if shard_of_unit[shards.unit_of(nodeid, groups[nodeid])] == i}
 
 
 def test_the_plan_balances_recorded_seconds_not_test_counts():

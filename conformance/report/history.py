@@ -16,7 +16,6 @@ from typing import Callable, Iterable
 
 from ..records.io import Problem, iter_records
 from .data import STALE_AFTER_S, Row, human_age, normalise, parse_time
-from .html import SYMBOLS
 
 #: Where the history's environments keep their records (checked in, like reports/cuda).
 HISTORY_DIR = Path("reports") / "history"
@@ -136,14 +135,17 @@ def _environment(library: str, version: str, cells: dict[str, Row], now: float) 
 
 
 # ------------------------------------------------------------------------------------- shown by both reports
-HISTORY_SYMBOLS = {"passes": SYMBOLS["pass"], "fails": SYMBOLS["fail"], "skip": SYMBOLS["skip"]}
+#: the outcome whose symbol shows a status
+STATUS_SYMBOL = {"passes": "pass", "fails": "fail", "skip": "skip"}
 
 
-def history_status(summary: dict | None, *, code: Callable[[str], str], text: Callable[[str], str]) -> str:
-    """One release's status of a subject x transform, as both reports print it (escaped with ``code``/``text``)."""
+def history_status(summary: dict | None, *, code: Callable[[str], str], text: Callable[[str], str],
+                   symbols: dict[str, str]) -> str:
+    """One release's status of a subject x transform, as both reports print it (escaped with ``code``/``text``;
+    ``symbols``: the reports' outcome symbols)."""
     if summary is None:
         return "not recorded"
-    shown = f"{HISTORY_SYMBOLS[summary['status']]} {text(summary['status'])}"
+    shown = f"{symbols[STATUS_SYMBOL[summary['status']]]} {text(summary['status'])}"
     if summary["status"] == "fails":
         shown += f" {summary['n_fails']}/{summary['n_total']} ({', '.join(code(c) for c in summary['causes'])})"
     return shown

@@ -20,6 +20,7 @@ from typing import Iterator
 
 from ..core.escape import html_text, json_text
 from .data import WORST_FIRST, Diff, Loaded, error_size, left_out_note
+from .history import environment_line, history_counts, history_status
 
 SYMBOLS = {"pass": "✓", "xfail": "○", "xpass": "★", "fail": "✗", "timeout": "◔", "crash": "☠", "skip": "–"}
 MEANING = {"pass": "matches its spec / property holds", "xfail": "known failure (listed with reason and link)",
@@ -165,8 +166,6 @@ def _history_section(history: dict) -> str:
     """Per library: its releases and each subject x transform whose status changed between them (escaped)."""
     if not history:
         return ""
-    from .history import environment_line, history_counts, history_status  # history imports this module's SYMBOLS
-
     def code(text: str) -> str:
         return f"<code>{e(text)}</code>"
 
@@ -178,7 +177,7 @@ def _history_section(history: dict) -> str:
         head = "".join(f"<th>{e(v)}</th>" for v in entry["releases"])
         rows = "".join(
             f"<tr><td><code>{e(row['subject'])}</code></td><td>{e(row['transform'])}</td>"
-            + "".join(f"<td>{history_status(row['by_release'].get(v), code=code, text=e)}</td>"
+            + "".join(f"<td>{history_status(row['by_release'].get(v), code=code, text=e, symbols=SYMBOLS)}</td>"
                       for v in entry["releases"])
             + f"<td>{e(', '.join(row['changed_in']))}</td></tr>" for row in entry["rows"] if row["changed_in"])
         parts.append(f"<h3>{e(library)}: {' → '.join(e(v) for v in entry['releases'])}</h3><ul>{recorded}</ul>"

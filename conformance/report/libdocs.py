@@ -27,6 +27,7 @@ from .history import (
     load_history,
     version_key,
 )
+from .html import SYMBOLS
 
 FAILING = ("fail", "xfail", "xpass", "crash", "timeout")
 #: Libraries under test as transforms rather than subjects: their page gathers the cells of their transforms.
@@ -108,14 +109,16 @@ def _across_releases(history: dict | None) -> list[str]:
     lines += [f"- {environment_line(e, code=md_code, text=lambda t: md_text(_portable(t)), age=False)}"
               for e in history["environments"]] + [""]
     titles = {"fixed": "Fixed in", "broken": "Broken in", "changed": "Changed in"}
+
+    def status(summary: dict) -> str:
+        return history_status(summary, code=md_code, text=md_text, symbols=SYMBOLS)
+
     for kind, title in titles.items():
         changes = [c for c in history["changes"] if c["kind"] == kind]
         for release in sorted({c["to"] for c in changes}, key=version_key):
             lines += [f"### {title} {md_text(release)}", ""]
-            lines += [f"- {md_code(c['subject'])} × {md_text(c['transform'])}: "
-                      f"{history_status(c['before'], code=md_code, text=md_text)} in {md_text(c['from'])} → "
-                      f"{history_status(c['after'], code=md_code, text=md_text)}"
-                      for c in changes if c["to"] == release]
+            lines += [f"- {md_code(c['subject'])} × {md_text(c['transform'])}: {status(c['before'])} in "
+                      f"{md_text(c['from'])} → {status(c['after'])}" for c in changes if c["to"] == release]
             lines.append("")
     return lines
 

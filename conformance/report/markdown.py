@@ -116,7 +116,8 @@ def render_history_markdown(history: dict) -> list[str]:
         changed = [row for row in entry["rows"] if row["changed_in"]]
         if changed:
             out.append(_table([[md_text(row["subject"]), md_text(row["transform"])]
-                               + [history_status(row["by_release"].get(v), code=md_code, text=md_text) for v in entry["releases"]]
+                               + [history_status(row["by_release"].get(v), code=md_code, text=md_text,
+                                                 symbols=SYMBOLS) for v in entry["releases"]]
                                + [", ".join(md_text(v) for v in row["changed_in"])] for row in changed],
                               ["subject", "transform", *(md_text(v) for v in entry["releases"]), "changed in"]))
     return out
