@@ -232,10 +232,10 @@ def for_this_release(entry: Known, subject: Subject) -> bool:
     return for_this_torch(entry) and in_release(subject.library, entry.releases)
 
 
-def _covers(entry: Known, cell: Cell) -> bool:
+def _covers(entry: Known, cell: Cell, subject: Subject) -> bool:
     return (fnmatch.fnmatchcase(cell.transform, entry.transform) and fnmatch.fnmatchcase(cell.check, entry.check)
             and fnmatch.fnmatchcase(cell.device, entry.device) and fnmatch.fnmatchcase(cell.dtype, entry.dtype)
-            and for_this_release(entry, subjects()[cell.subject]))
+            and for_this_release(entry, subject))
 
 
 def known_entries(subject: Subject, transform: Transform) -> tuple[Known, ...]:
@@ -249,8 +249,8 @@ def known_entries(subject: Subject, transform: Transform) -> tuple[Known, ...]:
 
 def known_failure(cell: Cell, subject: Subject) -> Known | None:
     """The first known failure that covers ``cell``, or None."""
-    return next((entry for entry in known_entries(subject, transforms()[cell.transform]) if _covers(entry, cell)),
-                None)
+    entries = known_entries(subject, transforms()[cell.transform])
+    return next((entry for entry in entries if _covers(entry, cell, subject)), None)
 
 
 def unmatched_known(all_cells: Iterable[Cell]) -> list[tuple[str, Known]]:
@@ -263,7 +263,7 @@ def unmatched_known(all_cells: Iterable[Cell]) -> list[tuple[str, Known]]:
     for sid, its_cells in by_subject.items():
         subject = subjects()[sid]
         for entry in subject.known:
-            if for_this_release(entry, subject) and not any(_covers(entry, c) for c in its_cells):
+            if for_this_release(entry, subject) and not any(_covers(entry, c, subject) for c in its_cells):
                 stale.append((sid, entry))
     for transform in TRANSFORMS:
         if transform.known is None:
@@ -273,7 +273,7 @@ def unmatched_known(all_cells: Iterable[Cell]) -> list[tuple[str, Known]]:
             subject = subjects()[sid]
             for entry in transform.known(subject, specs()[subject.spec]):
                 if for_this_release(entry, subject):
-                    declared[entry] = declared.get(entry, False) or any(_covers(entry, c) for c in its_cells)
+                    declared[entry] = declared.get(entry, False) or any(_covers(entry, c, subject) for c in its_cells)
         stale += [(f"transform {transform.id}", entry) for entry, used in declared.items() if not used]
     return stale
 
