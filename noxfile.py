@@ -54,8 +54,8 @@ def history(session: nox.Session, environment: str) -> None:
     session.run("python", "-c", "import importlib.metadata as m, torch; "
                 "assert torch.__version__.startswith('2.13.0'), torch.__version__; "
                 f"assert m.version({distribution!r}) == {version!r}, 'the release did not install'")
-    shard = next((arg.split("=", 1)[-1] if "=" in arg else session.posargs[i + 1]
-                  for i, arg in enumerate(session.posargs) if arg.startswith("--shard")), None)
+    shard = next((arg.split("=", 1)[1] if "=" in arg else session.posargs[i + 1]
+                  for i, arg in enumerate(session.posargs) if arg == "--shard" or arg.startswith("--shard=")), None)
     with tempfile.TemporaryDirectory(prefix=f"history-{environment}-") as results:
         started = time.monotonic()
         session.run("python", "-m", "pytest", "suites/test_matrix.py", "-n", "auto", "--dist", "loadgroup", "-q",
