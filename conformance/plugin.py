@@ -1,4 +1,5 @@
-"""The pytest plugin: isolation of cells, one streamed record per cell, resuming, progress, hypothesis profiles.
+"""The pytest plugin: isolation of cells, one streamed record per cell, resuming, shards (``--shard i/n``,
+conformance.shards), progress, hypothesis profiles.
 
 Registered through the ``pytest11`` entry point when the package is installed (nothing to pass), or with
 ``-p conformance.plugin`` / ``pytest_plugins``. It does nothing to a session that runs no cell (a test with a
