@@ -198,19 +198,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
 def _keep_shard(config: pytest.Config, items: list) -> None:
     if not config.getoption("--shard"):
         return
-    from .shards import DEFAULT_DURATIONS, load_durations, parse_shard, select
+    from .shards import DEFAULT_DURATIONS, load_durations, parse_shard, select, xdist_group
 
     try:
         shard = parse_shard(config.getoption("--shard"))
         durations = load_durations(config.getoption("--shard-durations") or config.rootpath / DEFAULT_DURATIONS)
     except UsageError as error:
         raise pytest.UsageError(str(error)) from None
-
-    def group(item: pytest.Item) -> str | None:
-        marker = item.get_closest_marker("xdist_group")
-        return str(marker.args[0]) if marker and marker.args else None
-
-    chosen = select([(item.nodeid, group(item)) for item in items], shard, durations)
+    chosen = select([(item.nodeid, xdist_group(item)) for item in items], shard, durations)
     others = [item for item, runs in zip(items, chosen) if not runs]
     if others:
         config.hook.pytest_deselected(items=others)

@@ -222,8 +222,10 @@ def installed_release(library: str) -> str | None:
 
 def in_release(library: str, pattern: str) -> bool:
     """Whether the installed release of ``library`` matches the glob ``pattern`` ("*" always does)."""
-    release = installed_release(library) if pattern != "*" else None
-    return pattern == "*" or (release is not None and fnmatch.fnmatchcase(release, pattern))
+    if pattern == "*":
+        return True
+    release = installed_release(library)
+    return release is not None and fnmatch.fnmatchcase(release, pattern)
 
 
 def for_this_release(entry: Known, subject: Subject) -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import fnmatch
 import json
 import os
 import re
@@ -193,12 +192,12 @@ def skip_reason(script: Script, text: str) -> str:
         missing = registry.missing_requirement(claim.requires)
         if missing:
             return f"{missing} is not installed"
-    releases = {c.known.torch for c in script.claims}
-    if releases and "*" not in releases and not any(fnmatch.fnmatchcase(torch.__version__, glob) for glob in releases):
-        return f"its entries apply to torch {', '.join(sorted(releases))}, this is {torch.__version__}"
-    releases = {c.known.releases for c in script.claims}
-    if releases and "*" not in releases and not any(registry.in_release(script.library, glob) for glob in releases):
-        return (f"its entries apply to {script.library} {', '.join(sorted(releases))}, this is "
+    if script.claims and not any(registry.for_this_torch(c.known) for c in script.claims):
+        globs = sorted({c.known.torch for c in script.claims})
+        return f"its entries apply to torch {', '.join(globs)}, this is {torch.__version__}"
+    if script.claims and not any(registry.in_release(script.library, c.known.releases) for c in script.claims):
+        globs = sorted({c.known.releases for c in script.claims})
+        return (f"its entries apply to {script.library} {', '.join(globs)}, this is "
                 f"{registry.installed_release(script.library)}")
     return ""
 

@@ -19,7 +19,7 @@ import argparse
 import json
 import statistics
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -77,16 +77,24 @@ def plan(sizes: Mapping[str, int], durations: Mapping[str, float], count: int) -
     return shard_of
 
 
+def shards_of(tests: Sequence[tuple[str, str | None]], count: int, durations: Mapping[str, float]) -> list[int]:
+    """The shard (1..count) of each (nodeid, xdist group) of ``tests``."""
+    units = [unit_of(nodeid, group) for nodeid, group in tests]
+    shard_of = plan(Counter(units), durations, count)
+    return [shard_of[unit] for unit in units]
+
+
 def select(tests: Sequence[tuple[str, str | None]], shard: tuple[int, int],
            durations: Mapping[str, float]) -> list[bool]:
     """For each (nodeid, xdist group) of ``tests``: whether shard ``(i, n)`` runs it."""
     i, n = shard
-    units = [unit_of(nodeid, group) for nodeid, group in tests]
-    sizes: dict[str, int] = defaultdict(int)
-    for unit in units:
-        sizes[unit] += 1
-    shard_of = plan(sizes, durations, n)
-    return [shard_of[unit] == i for unit in units]
+    return [s == i for s in shards_of(tests, n, durations)]
+
+
+def xdist_group(item) -> str | None:
+    """The ``xdist_group`` a pytest item is marked with (a matrix cell's subject x transform), or None."""
+    marker = item.get_closest_marker("xdist_group")
+    return str(marker.args[0]) if marker and marker.args else None
 
 
 def durations_from_records(paths: Iterable[Path | str]) -> dict[str, float]:
@@ -131,9 +139,7 @@ def _collect(pytest_args: Sequence[str]) -> list[tuple[str, str | None]]:
     class Collector:
         @pytest.hookimpl(trylast=True)
         def pytest_collection_modifyitems(self, items):
-            for item in items:
-                marker = item.get_closest_marker("xdist_group")
-                found.append((item.nodeid, str(marker.args[0]) if marker and marker.args else None))
+            found.extend((item.nodeid, xdist_group(item)) for item in items)
 
     code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *pytest_args], plugins=[Collector()])
     if code not in (0, 5):
@@ -165,16 +171,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("--shards must be at least 1")
         durations = load_durations(args.shard_durations)
         tests = _collect([args.tests, *args.pytest_args])
-        loads = [0.0] * args.shards
         counts = [0] * args.shards
-        units = [set() for _ in range(args.shards)]
-        for i in range(1, args.shards + 1):
-            chosen = select(tests, (i, args.shards), durations)
-            for (nodeid, group), runs in zip(tests, chosen):
-                if runs:
-                    counts[i - 1] += 1
-                    units[i - 1].add(unit_of(nodeid, group))
-            loads[i - 1] = sum(durations.get(u, 0.0) for u in units[i - 1])
+        units: list[set[str]] = [set() for _ in range(args.shards)]
+        for (nodeid, group), shard in zip(tests, shards_of(tests, args.shards, durations)):
+            counts[shard - 1] += 1
+            units[shard - 1].add(unit_of(nodeid, group))
+        loads = [sum(durations.get(u, 0.0) for u in mine) for mine in units]
         for i in range(args.shards):
             print(f"shard {i + 1}/{args.shards}: {counts[i]} tests, {len(units[i])} units, "
                   f"{loads[i]:.0f} s recorded")

@@ -202,6 +202,15 @@ def test_cell_examples_ignore_constants_in_loaded_modules(tmp_path, monkeypatch)
     assert before and seen == before
 
 
+def _only_this_release_applies(subject: Subject, other: Known, mine: Known) -> Cell:
+    """``mine`` covers the subject's eager cell, ``other`` (of another release) neither covers it nor is stale."""
+    cell = Cell(subject.id, "eager", "forward_matches_spec")
+    assert registry.known_failure(cell, subject) is mine
+    assert registry.known_failure(cell, subject.replace(known=(other,))) is None
+    assert not any(sid == subject.id for sid, _ in registry.unmatched_known([cell]))
+    return cell
+
+
 def test_a_known_failure_for_another_torch_release_neither_applies_nor_is_stale():
     import torch
 
@@ -210,10 +219,7 @@ def test_a_known_failure_for_another_torch_release_neither_applies_nor_is_stale(
     mine = Known(transform="eager", torch=here.split("+")[0] + "*", reason="this release's finding")
     subject = _register(Subject(id="framework.torch_versions", spec="quant.sign_ste", library="framework",
                                 fixed={"zero_value": 1.0}, build=lambda ex: None, known=(other, mine)))
-    cell = Cell(subject.id, "eager", "forward_matches_spec")
-    assert registry.known_failure(cell, subject) is mine
-    assert registry.known_failure(cell, subject.replace(known=(other,))) is None
-    assert not any(sid == subject.id for sid, _ in registry.unmatched_known([cell]))
+    _only_this_release_applies(subject, other, mine)
 
 
 def test_a_library_release_outside_a_subject_or_a_known_failure_is_said_and_never_applied():
@@ -226,10 +232,7 @@ def test_a_library_release_outside_a_subject_or_a_known_failure_is_said_and_neve
     mine = Known(transform="eager", releases=release, reason="this release's finding")
     subject = _register(Subject(id="framework.release_globs", spec="quant.sign_ste", library="snntorch",
                                 fixed={"zero_value": 1.0}, build=lambda ex: None, known=(old, mine)))
-    cell = Cell(subject.id, "eager", "forward_matches_spec")
-    assert registry.known_failure(cell, subject) is mine
-    assert registry.known_failure(cell, subject.replace(known=(old,))) is None
-    assert not any(sid == subject.id for sid, _ in registry.unmatched_known([cell]))
+    cell = _only_this_release_applies(subject, old, mine)
     assert registry.not_applicable(cell, subject, registry.specs()["quant.sign_ste"],
                                    registry.transforms()["eager"]) is None
     absent = subject.replace(releases=("0.0.*", "added in 0.1"))

@@ -193,14 +193,20 @@ def write_suite_file(directory: Path, description: dict) -> None:
                                                          **description}, sort_keys=True) + "\n")
 
 
+def _suite_files(paths: Iterable[Path | str]) -> Iterator[Path]:
+    """Where the suite descriptions of the runs under ``paths`` would be (each may not exist)."""
+    for path in map(Path, paths):
+        if path.is_dir():
+            yield path / SUITE_FILE
+            yield from path.rglob(f"*/{SUITE_FILE}")
+        else:
+            yield path.parent / SUITE_FILE
+
+
 def read_suite_files(paths: Iterable[Path | str]) -> dict:
     """The suite descriptions found under ``paths``, merged (the most recently written first): {"order":
     {transform: position}, "transforms": {transform: doc}, "checks": {check: doc}}; empty where none is found."""
-    found = []
-    for path in map(Path, paths):
-        candidates = [path / SUITE_FILE, *path.rglob(f"*/{SUITE_FILE}")] if path.is_dir() else \
-            [path.parent / SUITE_FILE]
-        found += [c for c in candidates if c.is_file()]
+    found = [c for c in _suite_files(paths) if c.is_file()]
     merged: dict = {"order": {}, "transforms": {}, "checks": {}}
     for candidate in sorted(set(found), key=lambda c: c.stat().st_mtime, reverse=True):
         try:
@@ -221,17 +227,14 @@ def missing_shards(paths: Iterable[Path | str]) -> list[str]:
     """The shards absent from sharded runs found under ``paths`` (each run's ``suite.json`` names its shard, "i/n",
     and environment): e.g. ["3/4 of cpu-torch2.13"] when shards 1, 2 and 4 of four are present."""
     seen: dict[tuple[str, int], set[int]] = {}
-    for path in map(Path, paths):
-        candidates = [path / SUITE_FILE, *path.rglob(f"*/{SUITE_FILE}")] if path.is_dir() else \
-            [path.parent / SUITE_FILE]
-        for candidate in candidates:
-            try:
-                shard = json.loads(candidate.read_text(encoding="utf-8"))["shard"]
-                index, count = (int(v) for v in str(shard["part"]).split("/"))
-                environment = str(shard["environment"])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # no suite file, or a run that is not a shard
-            seen.setdefault((environment, count), set()).add(index)
+    for candidate in _suite_files(paths):
+        try:
+            shard = json.loads(candidate.read_text(encoding="utf-8"))["shard"]
+            index, count = (int(v) for v in str(shard["part"]).split("/"))
+            environment = str(shard["environment"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # no suite file, or a run that is not a shard
+        seen.setdefault((environment, count), set()).add(index)
     return [f"{i}/{count} of {environment}" for (environment, count), present in sorted(seen.items())
             for i in range(1, count + 1) if i not in present]
 

@@ -497,17 +497,23 @@ def human_age(seconds: float | None) -> str:
     return f"{seconds:.0f} s ago"
 
 
+def age_of(rows: Iterable[dict], now: float) -> tuple[float | None, bool]:
+    """Seconds since the earliest start among ``rows`` (None when none has a readable time), and whether that is
+    stale (older than STALE_AFTER_S)."""
+    times = [t for t in (parse_time(r["started"]) for r in rows) if t is not None]
+    age = now - min(times) if times else None
+    return age, age is not None and age > STALE_AFTER_S
+
+
 def runs_summary(rows: list[dict], now: float) -> list[dict]:
     """One entry per run that still provides a cell after merging: when, where, and how old."""
     runs = []
     for (run,), members in sorted(group(rows, "run").items()):
-        times = [t for t in (parse_time(r["started"]) for r in members) if t is not None]
         envs = {r["env_key"] for r in members}
         env = members[0]["env"]
-        age = now - min(times) if times else None
+        age, stale = age_of(members, now)
         runs.append({"run": run, "cells": len(members), "started": min(r["started"] for r in members),
-                     "age_s": None if age is None else round(age), "age": human_age(age),
-                     "stale": age is not None and age > STALE_AFTER_S,
+                     "age_s": None if age is None else round(age), "age": human_age(age), "stale": stale,
                      "devices": sorted({r["device"] for r in members}),
                      "torch": sorted({str(r["env"].get("torch")) for r in members}),
                      "suite_sha": env.get("suite_sha"), "n_envs": len(envs)})

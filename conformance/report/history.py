@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..records.io import Problem, iter_records
-from .data import STALE_AFTER_S, Row, human_age, normalise, parse_time
+from .data import Row, age_of, group, human_age, normalise
 
 #: Where the history's environments keep their records (checked in, like reports/cuda).
 HISTORY_DIR = Path("reports") / "history"
@@ -72,32 +72,26 @@ def build_history(matrix_rows: list[Row], history_rows: list[Row], now: float) -
         for environment in environments:
             if environment["unusable"]:  # listed with its one cause, not compared cell by cell
                 del releases[environment["version"]]
-        for version in pinned_versions:
-            releases.setdefault(version, {}).update({k: v for k, v in pinned.items()
-                                                     if (v["library_version"] or "unknown") == version})
+        for row in pinned.values():
+            releases.setdefault(row["library_version"] or "unknown", {})[row["id"]] = row
         ordered = sorted(releases, key=version_key)
         if len(ordered) < 2 and not any(e["unusable"] for e in environments):
             continue  # nothing but the pinned release
         rows, changes = [], []
-        cells = {(r["subject"], r["transform"]) for cells in releases.values() for r in cells.values()}
-        for subject, transform in sorted(cells):
-            by_release = {}
-            for version in ordered:
-                members = [r for r in releases[version].values()
-                           if r["subject"] == subject and r["transform"] == transform]
-                if members:
-                    by_release[version] = _summary(members)
-            seen = [v for v in ordered if v in by_release]
-            changed_in = [new for old, new in zip(seen, seen[1:])
-                          if (by_release[old]["status"], by_release[old]["causes"])
-                          != (by_release[new]["status"], by_release[new]["causes"])]
+        grouped = {version: group(releases[version].values(), "subject", "transform") for version in ordered}
+        for subject, transform in sorted({pair for pairs in grouped.values() for pair in pairs}):
+            by_release = {version: _summary(grouped[version][(subject, transform)]) for version in ordered
+                          if (subject, transform) in grouped[version]}
+            seen = list(by_release)  # in release order
+            changed_in = []
+            for old, new in zip(seen, seen[1:]):
+                before, after = by_release[old], by_release[new]
+                if (before["status"], before["causes"]) != (after["status"], after["causes"]):
+                    changed_in.append(new)
+                    changes.append({"subject": subject, "transform": transform, "from": old, "to": new,
+                                    "before": before, "after": after, "kind": _kind(before["status"], after["status"])})
             rows.append({"subject": subject, "transform": transform, "by_release": by_release,
                          "changed_in": changed_in})
-            for new in changed_in:
-                old = seen[seen.index(new) - 1]
-                changes.append({"subject": subject, "transform": transform, "from": old, "to": new,
-                                "before": by_release[old], "after": by_release[new],
-                                "kind": _kind(by_release[old]["status"], by_release[new]["status"])})
         view[library] = {"releases": ordered, "pinned": pinned_versions, "environments": environments,
                          "rows": rows, "changes": changes}
     return view
@@ -125,12 +119,11 @@ def _unusable(cells: dict[str, Row]) -> dict | None:
 
 
 def _environment(library: str, version: str, cells: dict[str, Row], now: float) -> dict:
-    times = [t for t in (parse_time(r["started"]) for r in cells.values()) if t is not None]
-    age = now - min(times) if times else None
+    age, stale = age_of(cells.values(), now)
     shas = sorted({str(r["env"].get("suite_sha")) for r in cells.values()})
     return {"name": f"{library}-{version}", "version": version, "cells": len(cells), "unusable": _unusable(cells),
             "recorded": min((r["started"] for r in cells.values()), default=""), "age": human_age(age),
-            "stale": age is not None and age > STALE_AFTER_S, "suite_sha": ", ".join(shas),
+            "stale": stale, "suite_sha": ", ".join(shas),
             "torch": ", ".join(sorted({str(r["env"].get("torch")) for r in cells.values()}))}
 
 
