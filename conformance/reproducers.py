@@ -209,8 +209,16 @@ def _environment() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", "1")
     env["PYTHONFAULTHANDLER"] = "1"
-    env.pop("PYTHONPATH", None)
+    # other entries stay: libraries installed with `pip install --target DIR` are found through PYTHONPATH
+    kept = [entry for entry in env.pop("PYTHONPATH", "").split(os.pathsep) if entry and not _in_checkout(entry)]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
     return env
+
+
+def _in_checkout(entry: str) -> bool:
+    path = Path(entry).resolve()
+    return path == SUITE_ROOT.resolve() or SUITE_ROOT.resolve() in path.parents
 
 
 #: the line an uncaught exception's message starts on (``torch.utils.checkpoint.CheckpointError: ...``)

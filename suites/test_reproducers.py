@@ -157,3 +157,14 @@ def test_an_exception_whose_message_spans_lines_is_judged_by_the_line_it_starts_
     assert judge("x.py", 1, tail.format("RuntimeError"), expect, 0.1).status == FAILS_OTHERWISE
     assert judge("x.py", 1, "Traceback\nAssertionError: the copy differs\n", "AssertionError: the copy", 0.1).status \
         == REPRODUCES
+
+
+def test_scripts_see_installed_libraries_on_pythonpath_but_not_this_checkout(monkeypatch, tmp_path):
+    """A library installed with `pip install --target DIR` (the GPU runs) is found through PYTHONPATH; the checkout,
+    named directly or through a folder inside it, is not."""
+    site = tmp_path / "site"
+    inside = reproducers.SUITE_ROOT / "suites"
+    monkeypatch.setenv("PYTHONPATH", f"{site}:{reproducers.SUITE_ROOT}::{inside}")
+    assert reproducers._environment()["PYTHONPATH"] == str(site)
+    monkeypatch.setenv("PYTHONPATH", str(reproducers.SUITE_ROOT))
+    assert "PYTHONPATH" not in reproducers._environment()

@@ -198,14 +198,14 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
               reason="TorchScript cannot compile the layer's properties (_param_dict, alpha_mem_calculated) and the "
                      "autograd.Function spike_fn it calls",
               reproducer="reproducers/sinabs/jit_script_layer.py"),
-        # fed one time step per call (the layer keeping v_mem in between), measured on the CPU
-        Known("checkpoint", "preserves_grad", cause="backward-raised", link=_LAYER, device="cpu",
+        # fed one time step per call (the layer keeping v_mem in between); the same on the CPU and on CUDA
+        Known("checkpoint", "preserves_grad", cause="backward-raised", link=_LAYER,
               reason="checkpoint recomputes a call's forward during backward from the v_mem the later calls left (the "
                      "layer is not the side-effect-free function checkpoint asks for); v_mem is a 0-dim tensor at "
                      "rest and (batch, neurons) once the layer has run, so the recomputed tensors do not match the "
                      "saved ones and backward raises CheckpointError",
               reproducer="reproducers/sinabs/layer_checkpoint_steps_raises.py"),
-        Known("jit_trace", "preserves_grad", cause="transform-changed-grad", link=_LAYER, device="cpu",
+        Known("jit_trace", "preserves_grad", cause="transform-changed-grad", link=_LAYER,
               reason="traced on a fresh layer, the graph records the re-initialisation of v_mem to zeros (its shape "
                      "differs from the input's then), so the traced layer starts every call from rest: fed one step "
                      "per call it forgets v_mem between the steps, which the gradients show on every example",
@@ -220,10 +220,10 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
                   Known("opacus_*", cause="opacus-failed", reason=opacus, link=_LAYER,
                         reproducer="reproducers/sinabs/opacus_layer_with_state_buffers.py")]
     # the edge examples (IAF: exact thresholds; LIF: the same input levels) make the lost state show in the spikes
-    known += [Known("jit_trace", "preserves_forward", cause="state-lost-between-calls", link=_LAYER, device="cpu",
+    known += [Known("jit_trace", "preserves_forward", cause="state-lost-between-calls", link=_LAYER,
                     reason=_STEPPED_GRAPH_FORGETS.format(made="traced", graph="graph"),
                     reproducer="reproducers/sinabs/layer_jit_trace_forgets_state.py"),
-              Known("export", "preserves_forward", cause="state-lost-between-calls", link=_LAYER, device="cpu",
+              Known("export", "preserves_forward", cause="state-lost-between-calls", link=_LAYER,
                     reason=_STEPPED_GRAPH_FORGETS.format(made="exported", graph="program"),
                     reproducer="reproducers/sinabs/layer_export_forgets_state.py")]
     return tuple(known)

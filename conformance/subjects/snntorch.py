@@ -358,35 +358,30 @@ NO_RESET_DELAY_KNOWN: tuple[Known, ...] = (
 )
 
 
-#: Findings of the call protocol (init_hidden: one time step per call, the layer keeping mem), measured on the CPU.
+#: Findings of the call protocol (init_hidden: one time step per call, the layer keeping mem), on the CPU and CUDA.
 _STEPPED_LINK = f"{SOURCE}/_neurons/leaky.py"
 INIT_HIDDEN_STEPPED: tuple[Known, ...] = (
     Known(transform="jit_trace", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
-          device="cpu",
           reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros (its shape differs "
                  "from the input's then), so the traced layer starts every call from rest: fed one step per call it "
                  "forgets mem between the steps, which the gradients show on every example",
           reproducer="reproducers/snntorch/leaky_init_hidden_jit_trace_forgets_mem.py"),
     Known(transform="jit_trace", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
-          device="cpu",
           reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros, so fed one step "
                  "per call it starts every call from rest: the spikes differ where the carried-over membrane decides "
                  "one (the edge examples, exactly at the threshold)",
           reproducer="reproducers/snntorch/leaky_init_hidden_jit_trace_forgets_mem.py"),
     Known(transform="export", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
-          device="cpu",
           reason="exported on a fresh layer, the program records the re-initialisation of mem to zeros and mem is no "
                  "state of the program, so fed one step per call it starts every call from rest: the spikes differ "
                  "where the carried-over membrane decides one (the edge examples, exactly at the threshold)",
           reproducer="reproducers/snntorch/leaky_init_hidden_export_forgets_mem.py"),
     Known(transform="checkpoint", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
-          device="cpu",
           reason="checkpoint recomputes a step's forward during backward from the mem the later steps left (the "
                  "layer is not the side-effect-free function checkpoint asks for): the recomputed step is not the one "
                  "that ran, so the input gradient is wrong; nothing warns",
           reproducer="reproducers/snntorch/leaky_init_hidden_checkpoint_steps.py"),
     Known(transform="checkpoint", check="state_matches_eager", cause="state-advanced-twice", link=_STEPPED_LINK,
-          device="cpu",
           reason="checkpoint's recomputation of a step runs the layer again, which overwrites mem with the recomputed "
                  "step's value: after backward the layer no longer holds the state its last call left",
           reproducer="reproducers/snntorch/leaky_init_hidden_checkpoint_steps.py"),
@@ -413,7 +408,7 @@ RSYNAPTIC_NO_RESET_DELAY: tuple[Known, ...] = (
     Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch",
           link=f"{SOURCE}/_neurons/rsynaptic.py#L366", reason=_RSYNAPTIC_RESET,
           reproducer="reproducers/snntorch/rsynaptic_reset_delay_false_no_reset.py"),
-    Known(transform="eager", check="forward_matches_spec", cause="forward-mismatch", device="cpu",
+    Known(transform="eager", check="forward_matches_spec", cause="forward-mismatch",
           link=f"{SOURCE}/_neurons/rsynaptic.py#L366", reason=_RSYNAPTIC_RESET + "; the spikes show it where a missed "
           "reset changes a later spike (the edge examples, membranes exactly at the threshold)",
           reproducer="reproducers/snntorch/rsynaptic_reset_delay_false_no_reset.py"),
@@ -471,7 +466,7 @@ SURROGATE_SPECIFIC: dict[str, tuple[Known, ...]] = {
               reproducer="reproducers/snntorch/bdpy_heaviside_feature_backward.py"),
     ),
     "sigmoid": (
-        Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch", link=SURROGATE_SRC, device="cpu",
+        Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch", link=SURROGATE_SRC,
               reason="Sigmoid.backward computes slope * exp(-slope x) / (exp(-slope x) + 1)^2: for slope * x below "
                      "-88 (float32, -709 in float64) exp overflows and the gradient is inf / inf = NaN, where the "
                      "derivative is finite (about 0); found by the edge examples (x down to -1e4)",

@@ -134,17 +134,14 @@ _JIT_NODE = ("MemoryModule.forward(self, *args, **kwargs) takes variable argumen
 
 #: Findings of the H200 run (CUDA, torch 2.11): they apply only there (CPU with torch 2.13 does not show them).
 _CUDA_211 = dict(device="cuda", torch="2.11*")
-_DEEPCOPY_BREAK = ("MemoryModule.reset() re-initialises each state from its reset value with copy.deepcopy "
-                   "(`self._memories[key] = copy.deepcopy(rv)` for a Python float such as v_reset=0.0), which "
-                   "torch 2.11's dynamo refuses (graph break 'copy.deepcopy()'); torch 2.13 traces it")
 _JVP_ZERO = ("on CUDA the nodes run spikingjelly's CUDA kernels instead of the old-style _SurrogateSpike Function: "
              "torch.func.jvp through them no longer raises (as on the CPU) but returns a zero tangent for the "
              "spikes, so a jvp-derived gradient is 0 where reverse mode gives the surrogate gradient: silently wrong "
              "forward-mode AD")
 
 
-#: Findings of the call protocol (one time step per call, the node keeping v in between), measured on the CPU.
-_STEPPED = dict(device="cpu")
+#: Findings of the call protocol (one time step per call, the node keeping v in between): the same on the CPU and on
+#: CUDA (H100 run of 2026-12-05), except the learnable node's checkpoint cells (below).
 _TRACE_FORGETS_V = ("a node at rest holds v as the Python float v_reset, which torch.jit.trace / torch.export "
                     "record as a constant (`v = full_like(x, v_reset)`): the traced or exported node starts every "
                     "call from rest, so fed one step per call it forgets v between the steps (its gradients too); "
@@ -158,10 +155,7 @@ _CHECKPOINT_STEPS = ("checkpoint recomputes a call's forward during backward fro
 def _known_node(*, learnable: bool) -> tuple[Known, ...]:
     known = [
         Known("jit_trace", "preserves_grad", cause="transform-changed-grad", reason=_TRACE_FORGETS_V,
-              link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_jit_trace_forgets_v.py", **_STEPPED),
-        Known("compile_*", cause="graph-break:Dynamo does not support copy.deepcopy()",
-              also=("graph-break:copy.deepcopy()",), reason=_DEEPCOPY_BREAK, link=f"{_SRC}/base.py#L735",
-              reproducer="reproducers/spikingjelly/node_compile_graph_break_deepcopy.py", **_CUDA_211),
+              link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_jit_trace_forgets_v.py"),
         Known("jvp", "preserves_grad", cause="transform-changed-grad", reason=_JVP_ZERO, link=f"{_SRC}/neuron",
               reproducer="reproducers/spikingjelly/node_cuda_jvp_zero_tangent.py", **_CUDA_211),
         Known("jvp", device="cpu", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT,
@@ -177,15 +171,17 @@ def _known_node(*, learnable: bool) -> tuple[Known, ...]:
     ]
     known += [
         Known("jit_trace", "preserves_forward", cause="state-lost-between-calls", reason=_TRACE_FORGETS_V,
-              link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_jit_trace_forgets_v.py", **_STEPPED),
+              link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_jit_trace_forgets_v.py"),
         Known("export", "preserves_forward", cause="state-lost-between-calls", reason=_TRACE_FORGETS_V,
-              link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_export_forgets_v.py", **_STEPPED),
+              link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_export_forgets_v.py"),
     ]
     if learnable:
         known += [
-            Known("checkpoint", "preserves_grad", cause="backward-raised", reason=_CHECKPOINT_STEPS,
-                  link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/plif_checkpoint_steps_raises.py",
-                  **_STEPPED),
+            Known("checkpoint", "preserves_grad", cause="backward-raised", reason=_CHECKPOINT_STEPS, device="cpu",
+                  link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/plif_checkpoint_steps_raises.py"),
+            Known("checkpoint", "preserves_grad", cause="transform-changed-grad", reason=_CHECKPOINT_STEPS,
+                  device="cuda", link=f"{_SRC}/neuron.py",
+                  reproducer="reproducers/spikingjelly/plif_cuda_checkpoint_steps_gradient.py"),
             Known("per_sample_grad", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT,
                   link=_OPS, reproducer="reproducers/spikingjelly/plif_per_sample_grad_old_style_function.py"),
             Known("opacus_*", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS,
@@ -194,8 +190,7 @@ def _known_node(*, learnable: bool) -> tuple[Known, ...]:
     else:
         known += [
             Known("checkpoint", "preserves_grad", cause="transform-changed-grad", reason=_CHECKPOINT_STEPS,
-                  link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_checkpoint_steps_gradient.py",
-                  **_STEPPED),
+                  link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/node_checkpoint_steps_gradient.py"),
         ]
     return tuple(known)
 

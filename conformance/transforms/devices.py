@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 
@@ -13,10 +14,23 @@ from .harness import FORWARD_GRAD, Context, Transform, TransformRun, build, eage
 ORDER = 70
 
 
+@contextlib.contextmanager
+def torch_cuda_defaults() -> Iterator[None]:
+    """torch's own TF32 defaults (cuDNN convolutions in TF32, matmuls in float32), which the harness turns off for
+    every other cell (core.settings.configure_process)."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
 def cpu_vs_cuda(ctx: Context) -> TransformRun:
-    """The subject on CUDA computes what the same subject computes on the CPU (same input, same parameters, same
-    cotangent): forward and gradients of the two devices must agree."""
-    result = eager(ctx)
+    """The subject on CUDA, with torch's default TF32 settings, computes what the same subject computes on the CPU
+    (same input, same parameters, same cotangent): forward and gradients of the two devices must agree."""
+    with torch_cuda_defaults():
+        result = eager(ctx)
     with stage("cpu_baseline"):
         result.against = eager(dataclasses.replace(ctx, device=torch.device("cpu")))
     return result
