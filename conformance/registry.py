@@ -180,6 +180,10 @@ def not_applicable(cell: Cell, subject: Subject, spec: Spec, transform: Transfor
     for key in (f"{cell.transform}:{cell.check}", cell.transform, cell.check):
         if key in subject.not_applicable:
             return subject.not_applicable[key]
+    if transform.applies is not None:
+        reason = transform.applies(subject, spec)
+        if reason:
+            return reason
     if transform.compares_with and transform.compares_with not in subject.devices:
         where = transform.compares_with.upper()
         return f"{subject.id} does not run on the {where} here, so there is no {where} result to agree with"

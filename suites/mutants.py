@@ -471,6 +471,82 @@ def _subject(name: str, spec: str, build, *, fixed=None, param_map=None, protoco
 
 
 
+# ------------------------------------------------------------------------------------------------ NIR exchange
+# A toy library whose network (Linear + an Euler LIF at dt) is exactly what NIR's equations say: its exchange is
+# correct (the control), and the mutants break its exporter or its importer.
+TOY_DT = 1e-3
+
+
+class ToyLifNet(nn.Module):
+    """Linear(4, 3), then ``v += dt / tau * (v_leak - v + r I)``, a spike where ``v > v_threshold`` and ``v = v_reset``
+    there (``resets=False``: no reset)."""
+
+    def __init__(self, linear: nn.Linear, tau, r, v_threshold, v_reset, resets: bool = True):
+        super().__init__()
+        self.linear = linear
+        self.tau, self.r, self.v_threshold, self.v_reset = (torch.as_tensor(v, dtype=linear.weight.dtype)
+                                                           for v in (tau, r, v_threshold, v_reset))
+        self.resets = resets
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        v, spikes = None, []
+        for current in self.linear(x):
+            v = torch.zeros_like(current) if v is None else v
+            v = v + TOY_DT / self.tau * (-v + self.r * current)
+            spike = v > self.v_threshold
+            v = torch.where(spike, self.v_reset, v) if self.resets else v
+            spikes.append(spike.to(current.dtype))
+        return torch.stack(spikes)
+
+
+def _toy_network(example: Example) -> nn.Module:
+    from conformance.subjects import Network, network_linear
+
+    ones = torch.ones(3)
+    return Network(ToyLifNet(network_linear(example), 2 * TOY_DT * ones, 2 * ones, ones, 0 * ones),
+                   lambda net, x: net(x))
+
+
+def _toy_export(tau_unit: float):
+    def export(net: ToyLifNet, x: torch.Tensor):
+        import nir
+
+        weight, bias = net.linear.weight.detach().numpy(), net.linear.bias.detach().numpy()
+        return nir.NIRGraph.from_list(
+            nir.Affine(weight=weight, bias=bias),
+            nir.LIF(tau=net.tau.numpy() * tau_unit, r=net.r.numpy(), v_leak=0 * net.r.numpy(),
+                    v_threshold=net.v_threshold.numpy(), v_reset=net.v_reset.numpy()))
+
+    return export
+
+
+def _toy_load(resets: bool):
+    def load(graph, dt: float, x: torch.Tensor) -> torch.Tensor:
+        affine = next(n for n in graph.nodes.values() if type(n).__name__ == "Affine")
+        lif = next(n for n in graph.nodes.values() if type(n).__name__ == "LIF")
+        linear = nn.Linear(*affine.weight.shape[::-1]).to(x.dtype)
+        with torch.no_grad():
+            linear.weight.copy_(torch.as_tensor(affine.weight))
+            linear.bias.copy_(torch.as_tensor(affine.bias))
+        return ToyLifNet(linear, lif.tau, lif.r, lif.v_threshold, lif.v_reset, resets=resets)(x)
+
+    return load
+
+
+def _toy_subject(name: str, *, tau_unit: float = 1.0, resets: bool = True) -> Subject:
+    """A toy network subject whose library (``mutants.<name>``) has the NIR exchange built as asked."""
+    from conformance.transforms.nir import Exchange, register_exchange
+
+    library = f"mutants.{name}"
+    register_exchange(Exchange(library, TOY_DT, _toy_export(tau_unit), _toy_load(resets)))
+    return Subject(id=f"mutant.{name}", spec="model.snn_network", build=_toy_network, library=library,
+                   formats=frozenset({"nir"}), dtypes=frozenset({"float32"}))
+
+
+#: the correct toy exchange, the control of the NIR mutants
+NIR_CONTROL = _toy_subject("nir_toy")
+
+
 _SIGN = {"zero_value": 1.0}
 _LEAKY = {"reset_mechanism": "subtract", "reset_delay": True, "surrogate": "fast_sigmoid", "time_dim": 0}
 
@@ -570,4 +646,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("autocast_forgets_scale", "quant.sign_ste", lambda ex: AutocastForgetsScale(), fixed=_SIGN),
            "autocast_bf16", "preserves_forward", "transform-changed-forward",
            "mixed-precision path drops the output scaling", device="cuda"),
+    Mutant(_toy_subject("nir_tau_in_steps", tau_unit=1 / TOY_DT), "nir_graph", "nir_graph_matches_module",
+           "nir-graph-changed-forward", "the exporter writes tau in time steps where NIR declares seconds"),
+    Mutant(_toy_subject("nir_import_drops_reset", resets=False), "nir_roundtrip", "preserves_forward",
+           "transform-changed-forward", "the importer builds the neuron without its reset"),
 )

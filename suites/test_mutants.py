@@ -279,3 +279,15 @@ def test_a_cell_shows_the_shrunk_drawn_example_and_the_edge_only_when_no_draw_fa
     assert everywhere.outcome == far_only.outcome == "fail"
     assert "shape=(2, 10)" not in everywhere.example, everywhere.example  # shrunk from the draws
     assert "shape=(2, 10)" in far_only.example, far_only.example  # the surrogate edge example
+
+
+@pytest.mark.parametrize("transform,check", [("nir_graph", "nir_graph_matches_module"),
+                                             ("nir_roundtrip", "preserves_forward")])
+def test_a_correct_nir_exchange_passes(transform, check):
+    """The control of the NIR mutants: a toy library whose exporter and importer follow NIR's equations passes both
+    columns, so the mutants fail for their defect and not for the harness."""
+    from .mutants import NIR_CONTROL
+
+    registry.register(NIR_CONTROL)
+    result = run_cell(Cell(NIR_CONTROL.id, transform, check, "cpu", "float32"))
+    assert result.outcome == "pass", result.message[:500]

@@ -156,6 +156,7 @@ class Subject:
     protocol:  for a subject whose state persists between calls: how it is driven across calls (CallProtocol).
     releases:  ``(glob, reason)``: the releases of its library that have it (a glob over the installed release), and
                why others do not; in another release its cells are ``skip`` with that reason (the history view).
+    formats:   exchange formats its library exports it to (``"nir"``: the NIR transforms, transforms/nir.py).
     """
 
     id: str
@@ -172,6 +173,7 @@ class Subject:
     examples_scale: Mapping[str, float] = field(default_factory=dict)
     protocol: CallProtocol | None = None
     releases: tuple[str, str] | None = None
+    formats: frozenset[str] = frozenset()
 
     def replace(self, **changes: Any) -> "Subject":
         return dataclasses.replace(self, **changes)

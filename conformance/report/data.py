@@ -681,7 +681,30 @@ def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None 
         "diff": the_diff.to_json() if the_diff is not None else None,
         "bench": bench or [],
         "agreement": agreement(rows),
+        "exchange": exchange_tables(cells, transforms),
     }
+
+
+#: the report's cross-framework tables: format -> the prefix of its transforms' ids
+EXCHANGE_FORMATS = {"nir": "nir_"}
+
+
+def exchange_tables(cells: list[dict], transforms: list[str]) -> dict:
+    """Per exchange format: the subjects exported through it (rows: the exporting library's network) and its
+    columns (its own semantics, the round trip, each importing library), each cell's worst outcome and causes."""
+    tables = {}
+    for fmt, prefix in EXCHANGE_FORMATS.items():
+        columns = [t for t in transforms if t.startswith(prefix)]
+        by_subject: dict[str, dict] = {}
+        for cell in cells:
+            if cell["transform"] in columns and cell["n_total"]:
+                row = by_subject.setdefault(cell["subject"], {"subject": cell["subject"], "library": cell["library"],
+                                                              "cells": {}})
+                row["cells"][cell["transform"]] = {"worst": cell["worst"], "causes": cell["causes"]}
+        if by_subject:
+            tables[fmt] = {"columns": columns,
+                           "rows": sorted(by_subject.values(), key=lambda r: (r["library"], natural_key(r["subject"])))}
+    return tables
 
 
 def env_index(rows: Iterable[Row]) -> dict[str, tuple[int, dict]]:
@@ -794,6 +817,9 @@ cells: one per subject x transform over all devices/dtypes: {subject, library, s
   counts: {outcome: n}, worst, n_pass, n_total (skips excluded), causes: {cause: n},
   by_device_dtype: {"<device>/<dtype>": {counts, worst, n_pass, n_total}}}.
 causes: [{cause, total (checks), matrix_cells (subject x transform), by_library, by_outcome}].
+exchange: {format ("nir"): {columns: its transforms (the format's own semantics, the round trip, nir_to:<library>),
+  rows: [{subject, library, cells: {transform: {worst, causes}}}]}}: the cross-framework table (rows export,
+  columns import), subjects with at least one cell that ran.
 runs: [{run, cells, started, age_s, age, stale, devices, torch, suite_sha, n_envs}].
 checks (last key): the per-check records (schema of conformance.records.io) as loaded: free text capped at 4000
   characters, other strings at 500, extra not kept (what a cell left in the process is appended to message);

@@ -162,6 +162,29 @@ def _agreement_section(agreement: list[dict]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table></section>")
 
 
+def _exchange_section(exchange: dict) -> str:
+    """Per exchange format, the cross-framework table: rows export, columns import (escaped)."""
+    parts = []
+    for fmt, table in exchange.items():
+        head = "".join(f"<th>{e(c)}</th>" for c in table["columns"])
+        body = ""
+        for row in table["rows"]:
+            cells = ""
+            for column in table["columns"]:
+                cell = row["cells"].get(column)
+                if cell is None:
+                    cells += "<td></td>"
+                    continue
+                causes = "".join(f" <code>{e(c)}</code>" for c in cell["causes"])
+                cells += f'<td class="{e(cell["worst"])}">{SYMBOLS[cell["worst"]]} {e(cell["worst"])}{causes}</td>'
+            body += f"<tr><td><code>{e(row['subject'])}</code></td>{cells}</tr>"
+        parts.append(f'<section id="exchange-{e(fmt)}"><h2>Across frameworks: {e(fmt.upper())}</h2><p class="muted">'
+                     "Rows: the network its library exports; columns: the format's own semantics, the round trip, "
+                     "and each importing library.</p><table class=\"list\"><thead><tr><th>exported by</th>"
+                     f"{head}</tr></thead><tbody>{body}</tbody></table></section>")
+    return "".join(parts)
+
+
 def _history_section(history: dict) -> str:
     """Per library: its releases and each subject x transform whose status changed between them (escaped)."""
     if not history:
@@ -430,6 +453,7 @@ transform and check in one line).</span></p>
 {_definitions(model)}
 {_agreement_section(model.get("agreement") or [])}
 {_history_section(model.get("history") or {})}
+{_exchange_section(model.get("exchange") or {})}
 {_bench_section(model.get("bench") or [])}
 {_diff_section(the_diff)}
 <aside id="details" hidden><button id="details-close" type="button" aria-label="close">×</button>

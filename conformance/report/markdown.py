@@ -96,6 +96,7 @@ def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -
                       ["run", "started (UTC)", "age", "devices", "torch", "suite sha", "cells shown"]))
     out += render_agreement_markdown(model.get("agreement") or [])
     out += render_history_markdown(model.get("history") or {})
+    out += render_exchange_markdown(model.get("exchange") or {})
     out += render_bench_markdown(model.get("bench") or [])
     if the_diff is not None:
         out += ["", render_diff_markdown(the_diff, limit=50)]
@@ -121,6 +122,26 @@ def render_history_markdown(history: dict) -> list[str]:
                                + [", ".join(md_text(v) for v in row["changed_in"])] for row in changed],
                               ["subject", "transform", *(md_text(v) for v in entry["releases"]), "changed in"]))
     return out
+
+
+def render_exchange_markdown(exchange: dict) -> list[str]:
+    """Per exchange format, the cross-framework table: rows export, columns import (docs/nir.md)."""
+    out = []
+    for fmt, table in exchange.items():
+        out += ["", f"## Across frameworks: {md_text(fmt.upper())}", "",
+                "Rows: the network its library exports; columns: the format's own semantics, the round trip, "
+                "and each importing library. A cell shows its worst outcome and the causes found.", ""]
+        rows = [[md_text(row["subject"])]
+                + [_exchange_cell(row["cells"].get(column)) for column in table["columns"]] for row in table["rows"]]
+        out.append(_table(rows, ["exported by", *(md_text(c) for c in table["columns"])]))
+    return out
+
+
+def _exchange_cell(cell: dict | None) -> str:
+    if cell is None:
+        return ""
+    causes = ", ".join(md_code(c) for c in cell["causes"])
+    return f"{SYMBOLS[cell['worst']]} {md_text(cell['worst'])}" + (f" {causes}" if causes else "")
 
 
 def render_definitions_markdown(model: dict) -> list[str]:

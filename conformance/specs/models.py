@@ -29,7 +29,44 @@ def image_examples(**fixed):
     return draw()
 
 
+def network_examples(**fixed):
+    """Input currents ``(T, B, 4)`` in [0, 2) for a small spiking network (Linear(4, 3) + a spiking layer), and the
+    ``seed`` its weights are drawn from."""
+    cs.check_fixed(fixed, ("steps", "batch"), "model.snn_network")
+
+    @st.composite
+    def draw(draw_):
+        steps = draw_(cs.hyper(fixed, "steps", st.integers(3, 8)))
+        batch = draw_(cs.hyper(fixed, "batch", st.integers(1, 2)))
+        seed = draw_(st.integers(0, 2**16))
+        import torch
+
+        gen = torch.Generator().manual_seed(seed)
+        x = 2 * torch.rand((steps, batch, NETWORK_INPUTS), generator=gen, dtype=torch.float64)
+        return Example(x, {}, {"seed": seed})
+
+    return draw()
+
+
+#: the input width of model.snn_network (its layers map 4 inputs to 3 neurons)
+NETWORK_INPUTS, NETWORK_NEURONS = 4, 3
+
+
+def network_weights(seed: int) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """The Linear layer's weight (3, 4) and bias (3,) of model.snn_network for an example's seed: drawn so that
+    the neurons spike at some steps and not at others."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed + 1)
+    weight = torch.rand((NETWORK_NEURONS, NETWORK_INPUTS), generator=gen, dtype=torch.float64) * 2 - 0.5
+    bias = torch.rand((NETWORK_NEURONS,), generator=gen, dtype=torch.float64) - 0.5
+    return weight, bias
+
+
 SPECS = (
     Spec(id="model.image_classifier", fn=None, examples=image_examples,
          doc="A whole image classifier (logits from images); no spec, judged by transform preservation only."),
+    Spec(id="model.snn_network", fn=None, examples=network_examples, time_dim=0, batch_dim=1,
+         doc="A small spiking network of one library (Linear(4, 3) + a spiking layer) over T steps: spikes "
+             "(T, B, 3) from currents (T, B, 4); judged by what exchanges (NIR) and transforms preserve."),
 )

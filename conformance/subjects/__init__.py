@@ -14,3 +14,38 @@ def load_parameters(module: nn.Module, values: dict[str, torch.Tensor]) -> nn.Mo
             target = module.get_parameter(path)
             target.copy_(value.to(target.dtype))
     return module
+
+
+class Network(nn.Module):
+    """A library's own small network ``net`` (the spec ``model.snn_network``), run over ``x`` of shape
+    ``(T, B, N)`` from rest by ``run(net, x)`` as the library's users step it. ``net`` is what exporters get."""
+
+    def __init__(self, net: nn.Module, run):
+        super().__init__()
+        self.net = net
+        self.run = run
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.run(self.net, x)
+
+
+def network_linear(example, dtype: torch.dtype | None = None) -> nn.Linear:
+    """The Linear(4, 3) of model.snn_network with the example's weights."""
+    from conformance.specs.models import NETWORK_INPUTS, NETWORK_NEURONS, network_weights
+
+    linear = nn.Linear(NETWORK_INPUTS, NETWORK_NEURONS)
+    weight, bias = network_weights(example.hyper["seed"])
+    with torch.no_grad():
+        linear.weight.copy_(weight)
+        linear.bias.copy_(bias)
+    return linear
+
+
+def exchange_network(library: str, requires: tuple[str, ...]) -> dict:
+    """The Subject fields of a library's model.snn_network: exported through NIR, float32, and kept to the eager and
+    NIR columns (its layers' transforms are judged on their own rows)."""
+    from conformance.transforms import TRANSFORMS
+
+    reason = "an exchange network: kept to the eager and NIR columns (its layers are judged on their own rows)"
+    return dict(library=library, requires=requires, formats=frozenset({"nir"}), dtypes=frozenset({"float32"}),
+                not_applicable={t.id: reason for t in TRANSFORMS if t.id != "eager" and not t.id.startswith("nir_")})

@@ -26,13 +26,15 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from . import Network, exchange_network, network_linear
 from ..core.types import Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
 from ..transforms.bdpy import known_tuple_output as bdpy_tuple_output
+from ..transforms.nir import IF_IMPORTED_BY_SNNTORCH, IMPORTED_BY_SINABS
 
-#: Installed without its declared dependencies: it declares torchvision (a CUDA torch) and imports it only for datasets.
-LIBRARY = Library("norse", "norse", "1.1.0", no_deps=True,
-                  dependencies=("nir==1.0.4", "nirtorch==2.0.2"), history=("1.0.0",))
+#: Installed without its declared dependencies: it declares torchvision (a CUDA torch) and imports it only for datasets;
+#: nir and nirtorch, which it imports as it loads, are declared by transforms/nir.py.
+LIBRARY = Library("norse", "norse", "1.1.0", no_deps=True, history=("1.0.0",))
 REQUIRES = ("norse",)
 _SRC = "https://github.com/norse/norse/blob/main/norse/torch"
 _REPRO = "reproducers/norse"
@@ -209,7 +211,63 @@ def _bdpy(entries: tuple[Known, ...]) -> tuple[Known, ...]:
     return tuple(replace(k, reproducer=_BDPY_SCRIPTS[k.transform]) for k in entries)
 
 
+def _run_network(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    state, spikes = None, []
+    for x_t in x:
+        z, state = net(x_t, state)
+        spikes.append(z)
+    return torch.stack(spikes)
+
+
+def build_lif_box_network(example: Example) -> nn.Module:
+    """Linear(4, 3) + LIFBoxCell (per-neuron parameters, dt 1e-3)."""
+    from norse.torch import LIFBoxCell, SequentialState
+    from norse.torch.functional.lif_box import LIFBoxParameters
+
+    linear = network_linear(example)
+    ones = torch.ones(linear.out_features)
+    params = LIFBoxParameters(tau_mem_inv=100 * ones, v_leak=0 * ones, v_th=ones, v_reset=0 * ones)
+    return Network(SequentialState(linear, LIFBoxCell(params, dt=1e-3)), _run_network)
+
+
+def build_iaf_network(example: Example) -> nn.Module:
+    """Linear(4, 3) + IAFCell (per-neuron parameters)."""
+    from norse.torch import IAFCell, SequentialState
+    from norse.torch.functional.iaf import IAFParameters
+
+    linear = network_linear(example)
+    ones = torch.ones(linear.out_features)
+    return Network(SequentialState(linear, IAFCell(IAFParameters(v_th=ones, v_reset=0 * ones))), _run_network)
+
+
+#: findings of the NIR exchange (docs/nir.md)
+_NIR_EXPORT = f"{_SRC}/utils/export_nir.py"
+NIR_KNOWN_LIF: tuple[Known, ...] = (
+    Known("nir_*", cause="transform-changed-forward", also=("nir-graph-changed-forward", "nir-import-failed"),
+          link=_NIR_EXPORT,
+          reason="norse's exporter writes LIFBoxCell's time constant as tau = dt / tau_mem_inv (dt times the "
+                 "time constant: 1e-5 s for 10 ms at dt = 1e-3): the graph's membrane is 1000 times too fast, norse's "
+                 "importer inverts it to another tau_mem_inv, and spikingjelly refuses it (tau / dt < 1)",
+          reproducer="reproducers/norse/nir_export_lif_tau_times_dt.py"),
+)
+_IAF_R = Known("nir_*", cause="nir-graph-changed-forward", also=("nir-import-failed",), link=_NIR_EXPORT,
+               reason="norse's exporter writes IAFCell (v += I each step, dt unused) as nir.IF with r = 1: at the "
+                      "exporter's dt NIR's IF adds only dt * I per step (spikingjelly refuses it: r must be 1 / dt); "
+                      "norse's importer ignores r, so only its own round trip hides it",
+               reproducer="reproducers/norse/nir_export_iaf_r_without_dt.py")
+NIR_KNOWN_IAF: tuple[Known, ...] = (
+    replace(_IAF_R, transform="nir_graph"), replace(_IAF_R, transform="nir_to:spikingjelly"),
+    IF_IMPORTED_BY_SNNTORCH, IMPORTED_BY_SINABS,
+)
+
+
 def subjects() -> Iterator[Subject]:
+    # a small network for the exchange columns (NIR): model.snn_network
+    network = exchange_network(LIBRARY.name, REQUIRES)
+    yield Subject(id="norse.LinearLIFBoxCell", spec="model.snn_network", build=build_lif_box_network, **network,
+                  known=NIR_KNOWN_LIF)
+    yield Subject(id="norse.LinearIAFCell", spec="model.snn_network", build=build_iaf_network, **network,
+                  known=NIR_KNOWN_IAF)
     common = dict(library=LIBRARY.name, requires=REQUIRES)
     # lif_feed_forward_step does not detach the reset spike; method "super" ignores alpha (SuperSpike is alpha=1).
     super_fixed = {"surrogate": "fast_sigmoid", "surrogate_alpha": 1.0}

@@ -12,11 +12,14 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from . import Network, exchange_network, network_linear
 from ..core.types import CallProtocol, Example, Known, Library, Subject
+from ..transforms.nir import IF_IMPORTED_BY_SNNTORCH
 
-#: Installed without its declared dependencies: it declares samna (hardware tooling) and imports it only for chips.
+#: Installed without its declared dependencies: it declares samna (hardware tooling) and imports it only for chips;
+#: nir and nirtorch, which its converter imports, are declared by transforms/nir.py.
 LIBRARY = Library("sinabs", "sinabs", "3.1.3", no_deps=True,
-                  dependencies=("matplotlib", "nir==1.0.4", "nirtorch==2.0.2", "pbr"), history=("3.0.4",))
+                  dependencies=("matplotlib", "pbr"), history=("3.0.4",))
 REQUIRES = ("sinabs",)
 _SRC = "https://github.com/synsense/sinabs/blob/develop/sinabs"
 
@@ -263,7 +266,64 @@ _SURROGATE_NOT_APPLICABLE = {
 }
 
 
+def _run_network(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    for layer in net.modules():
+        if hasattr(layer, "reset_states"):
+            layer.reset_states()
+    steps, batch = x.shape[:2]
+    out = net(x.transpose(0, 1).flatten(0, 1))  # (B*T, N), batch-major, as the Squeeze layers take it
+    return out.reshape(batch, steps, *out.shape[1:]).transpose(0, 1)
+
+
+def _network(example: Example, layer_type: str, **kwargs) -> nn.Module:
+    import sinabs.layers
+
+    linear = network_linear(example)
+    ones = torch.ones(linear.out_features)
+    layer = getattr(sinabs.layers, layer_type)(spike_threshold=ones, batch_size=example.x.shape[1], **kwargs)
+    layer.to(torch.get_default_dtype())
+    return Network(nn.Sequential(linear, layer), _run_network)
+
+
+def build_lif_network(example: Example) -> nn.Module:
+    """Linear(4, 3) + LIFSqueeze (tau_mem 10 steps, no input normalisation, per-neuron parameters)."""
+    return _network(example, "LIFSqueeze", tau_mem=10 * torch.ones(3), norm_input=False)
+
+
+def build_iaf_network(example: Example) -> nn.Module:
+    """Linear(4, 3) + IAFSqueeze (per-neuron threshold)."""
+    return _network(example, "IAFSqueeze")
+
+
+#: findings of the NIR exchange (docs/nir.md)
+def _nir_export(reason: str, reproducer: str) -> Known:
+    """sinabs' exporter's finding: every column but its own round trip (sinabs reads back what it wrote)."""
+    return Known("nir_[gt]*", cause="transform-changed-forward", also=("nir-graph-changed-forward",),
+                 link=f"{_SRC}/nir.py", reason=reason, reproducer=reproducer)
+
+
+NIR_KNOWN_LIF: tuple[Known, ...] = (
+    _nir_export("sinabs' exporter writes LIF's tau_mem (in time steps; the layer decays v by exp(-1/tau_mem) and adds "
+                "its whole input each step) as NIR's tau with r = 1: at no dt does NIR's equation give the layer's "
+                "membrane (one step of input 1: v = 1 in the layer, dt / tau in the graph)",
+                "reproducers/sinabs/nir_export_lif_tau_in_steps.py"),
+)
+NIR_KNOWN_IAF: tuple[Known, ...] = (
+    IF_IMPORTED_BY_SNNTORCH,
+    _nir_export("sinabs' exporter writes IAFSqueeze as nir.IF(r=1, v_threshold) and drops its spike and reset "
+                "functions (MultiSpike, MembraneSubtract): NIR's IF emits one spike and resets to v_reset where the "
+                "layer emits floor(v / threshold) spikes and subtracts them",
+                "reproducers/sinabs/nir_export_drops_multispike_and_subtract.py"),
+)
+
+
 def subjects() -> Iterator[Subject]:
+    # a small network for the exchange columns (NIR): model.snn_network
+    network = exchange_network(LIBRARY.name, REQUIRES)
+    yield Subject(id="sinabs.LinearLIFSqueeze", spec="model.snn_network", build=build_lif_network, **network,
+                  known=NIR_KNOWN_LIF)
+    yield Subject(id="sinabs.LinearIAFSqueeze", spec="model.snn_network", build=build_iaf_network, **network,
+                  known=NIR_KNOWN_IAF)
     common = dict(library=LIBRARY.name, requires=REQUIRES)
     batch_major = {"time_dim": 1}
     yield Subject(id="sinabs.IAF", spec="neuron.sinabs_iaf", build=build_iaf, fixed=batch_major,

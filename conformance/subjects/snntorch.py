@@ -28,8 +28,10 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 from torch import nn
 
+from . import Network, exchange_network, network_linear
 from ..core.types import CallProtocol, Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
+from ..transforms.nir import IMPORTED_BY_SINABS, LIF_WITH_R_IMPORTED_BY_NORSE
 
 LIBRARY = Library("snntorch", "snntorch", "1.0.0", history=("0.9.4",))
 # The 1.0.0 wheel's surrogate.py and _neurons/{neurons,leaky,synaptic,alpha,lapicque,rleaky,rsynaptic}.py are
@@ -519,7 +521,46 @@ def _surrogate(name: str, known: tuple[Known, ...] = ()) -> Subject:
                    known=known + _surrogate_known(name))
 
 
+def _run_network(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    import snntorch.utils
+
+    snntorch.utils.reset(net)
+    return torch.stack([net(x_t) for x_t in x])
+
+
+def build_network(reset: str):
+    """Linear(4, 3) + Leaky (init_hidden, per-neuron beta and threshold: the exporter's type inference needs them)."""
+    def build(example: Example) -> nn.Module:
+        import snntorch as snn
+
+        linear = network_linear(example)
+        neurons = linear.out_features
+        leaky = snn.Leaky(beta=torch.full((neurons,), 0.8), threshold=torch.ones(neurons), init_hidden=True,
+                          reset_mechanism=reset)
+        return Network(nn.Sequential(linear, leaky), _run_network)
+
+    return build
+
+
+#: findings of the NIR exchange (docs/nir.md)
+_DROPS_SUBTRACT = Known(
+    "nir_*", cause="transform-changed-forward", also=("nir-graph-changed-forward",), link=f"{SOURCE}/export_nir.py",
+    reason="snntorch's exporter writes Leaky(reset_mechanism='subtract') as nir.LIF with v_reset = 0, NIR's reset "
+           "to a value, and its importer builds reset_mechanism='zero': after the first spike the membrane is reset "
+           "where the layer subtracts the threshold",
+    reproducer="reproducers/snntorch/nir_export_drops_subtract_reset.py")
+NIR_KNOWN: dict[str, tuple[Known, ...]] = {
+    "subtract": (LIF_WITH_R_IMPORTED_BY_NORSE, IMPORTED_BY_SINABS, _DROPS_SUBTRACT),
+    "zero": (LIF_WITH_R_IMPORTED_BY_NORSE, IMPORTED_BY_SINABS),
+}
+
+
 def subjects() -> Iterator[Subject]:
+    # a small network for the exchange columns (NIR): model.snn_network
+    network = exchange_network(LIBRARY.name, ("snntorch",))
+    for reset in ("subtract", "zero"):
+        yield Subject(id=f"snntorch.LinearLeaky[{reset}]", spec="model.snn_network", build=build_network(reset),
+                      **network, known=NIR_KNOWN.get(reset, ()))
     # reset_delay is fixed per subject (snntorch's default True, except one variant): with reset_delay=False snntorch
     # branches on a tensor buffer, which decides compile/export cells, so a drawn flag would make them flaky.
     yield _neuron("Leaky[subtract]", "neuron.leaky", build_leaky(),

@@ -14,8 +14,10 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from . import Network, exchange_network, network_linear
 from ..core.types import CallProtocol, Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
+from ..transforms.nir import IF_WITH_R_IMPORTED_BY_SNNTORCH, IMPORTED_BY_SINABS
 
 #: Installed without its declared dependencies: it declares torchvision/torchaudio (a CUDA torch) and imports neither.
 LIBRARY = Library("spikingjelly", "spikingjelly", "2.0.0", no_deps=True,
@@ -212,7 +214,39 @@ def _known_surrogate() -> tuple[Known, ...]:
     )
 
 
+def _run_network(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    from spikingjelly.activation_based import functional
+
+    functional.reset_net(net)
+    return torch.stack([net(x_t) for x_t in x])
+
+
+def build_network(node_type: str, **kwargs):
+    """layer.Linear(4, 3) + a single-step node (v_threshold 1, v_reset 0)."""
+    def build(example: Example) -> nn.Module:
+        from spikingjelly.activation_based import layer, neuron
+
+        linear = network_linear(example)
+        sj_linear = layer.Linear(linear.in_features, linear.out_features)
+        sj_linear.load_state_dict(linear.state_dict())
+        node = getattr(neuron, node_type)(v_threshold=1.0, v_reset=0.0, step_mode="s", **kwargs)
+        return Network(nn.Sequential(sj_linear, node), _run_network)
+
+    return build
+
+
+#: findings of the NIR exchange (docs/nir.md)
+NIR_KNOWN_LIF: tuple[Known, ...] = (IMPORTED_BY_SINABS,)
+NIR_KNOWN_IF: tuple[Known, ...] = (IMPORTED_BY_SINABS, IF_WITH_R_IMPORTED_BY_SNNTORCH)
+
+
 def subjects() -> Iterator[Subject]:
+    # a small network for the exchange columns (NIR): model.snn_network
+    network = exchange_network(LIBRARY.name, REQUIRES)
+    yield Subject(id="spikingjelly.LinearLIFNode", spec="model.snn_network",
+                  build=build_network("LIFNode", tau=2.0, decay_input=True), **network, known=NIR_KNOWN_LIF)
+    yield Subject(id="spikingjelly.LinearIFNode", spec="model.snn_network", build=build_network("IFNode"),
+                  **network, known=NIR_KNOWN_IF)
     common = dict(library=LIBRARY.name, requires=REQUIRES)
     for step_mode in ("s", "m"):
         # single-step nodes are stepped over time by the adapter (called T times per forward): bdpy pairs by position

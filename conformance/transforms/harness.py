@@ -147,6 +147,8 @@ class Findings:
     #: the transform's own failure, kept while it still records findings for other checks (a failed fullgraph
     #: compile still counts graph breaks)
     failure: TransformFailed | None = None
+    #: an exchange format's view of the module (transforms.nir.NirFindings: the graph and what it declares)
+    nir: Any = None
 
 
 @dataclass
@@ -380,6 +382,8 @@ class Transform:
     #: the findings it shows on a subject (a library's finding, the same on every subject it applies to); a
     #: subject's own entries come first
     known: Callable[[Subject, Spec], tuple[Known, ...]] | None = None
+    #: why it does not apply to a subject (None: it does), e.g. a format the subject declares no export to
+    applies: Callable[[Subject, Spec], str | None] | None = None
 
     def stage_causes_of(self) -> dict[str, str]:
         """The cause of a failure in each of its own stages (classification's fallback)."""

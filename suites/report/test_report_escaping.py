@@ -72,7 +72,8 @@ def bench_document(case: str, ratio: float, *, skipped: dict[str, str]) -> dict:
 def hostile_outputs(tmp_path, capfd):
     records = [hostile_record("fail"), hostile_record("xfail", subject=hostile("xfail.subject")),
                hostile_record("fail", transform="cpu_vs_cuda", device="cuda"),  # the CPU/CUDA agreement table
-               hostile_record("fail", transform="bdpy_" + hostile("bdpy"))]  # a transform library's page
+               hostile_record("fail", transform="bdpy_" + hostile("bdpy")),  # a transform library's page
+               hostile_record("fail", transform="nir_" + hostile("nir"))]  # the cross-framework table
     results = write(tmp_path / "results" / "gw0.jsonl", records).parent
     bad = dict(records[0], outcome=hostile("bad-outcome"))  # an unreadable line quoting hostile text
     with open(results / "gw0.jsonl", "ab") as handle:  # a raw lone surrogate too: the reader replaces it

@@ -1,0 +1,96 @@
+"""What a NIR graph means: its nodes' declared dynamics (https://neuroir.org/docs/primitives.html), stepped with
+forward Euler at the time step ``dt`` its exporter declares. Pure PyTorch, feed-forward graphs.
+
+    simulate(graph, x, dt) -> spikes/outputs of shape (T, B, ...) for x of shape (T, B, ...)
+
+Per step, with input current ``I``:
+- ``Affine``: ``W I + b``; ``Linear``: ``W I``.
+- ``LIF``: ``v += dt / tau * (v_leak - v + r I)``; it spikes where ``v > v_threshold``, and there ``v = v_reset``.
+- ``IF``: ``v += dt * r * I``; spike and reset as LIF.
+- ``LI``: ``v += dt / tau * (v_leak - v + r I)``, output ``v``; ``Integrator``: ``v += dt * r * I``, output ``v``.
+A neuron starts at rest: ``v_leak`` (LIF, LI), ``v_reset`` (IF), 0 (Integrator). ``v_reset`` is 0 where a graph
+written before NIR 1.0.6 has none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["simulate", "UnsupportedGraph"]
+
+
+class UnsupportedGraph(ValueError):
+    """A node type or graph shape this reference does not define (recurrent edges, subgraphs, convolutions)."""
+
+
+def _param(node: Any, name: str, like: torch.Tensor, default: float | None = None) -> torch.Tensor:
+    value = getattr(node, name, None)
+    if value is None:
+        if default is None:
+            raise UnsupportedGraph(f"{type(node).__name__} has no {name}")
+        value = default
+    return torch.as_tensor(value, dtype=like.dtype, device=like.device)
+
+
+def _order(graph: Any) -> list[tuple[str, list[str]]]:
+    """The nodes in an order where every node comes after its inputs, each with its inputs."""
+    def base(port: str) -> str:
+        return port if port in graph.nodes else port.split(".")[0]
+
+    inputs: dict[str, list[str]] = {name: [] for name in graph.nodes}
+    for source, target in graph.edges:
+        inputs[base(target)].append(base(source))
+    ordered: list[str] = []
+    while len(ordered) < len(inputs):
+        ready = [n for n in inputs if n not in ordered and all(src in ordered for src in inputs[n])]
+        if not ready:
+            raise UnsupportedGraph("the graph has a cycle (recurrent edges)")
+        ordered.extend(sorted(ready))
+    return [(name, inputs[name]) for name in ordered]
+
+
+def _step(node: Any, current: torch.Tensor, state: dict[str, torch.Tensor], dt: float) -> torch.Tensor:
+    kind = type(node).__name__
+    if kind in ("Input", "Output"):
+        return current
+    if kind in ("Affine", "Linear"):
+        weight = _param(node, "weight", current)
+        out = current @ weight.transpose(-1, -2)
+        return out + _param(node, "bias", current) if kind == "Affine" else out
+    if kind in ("LIF", "IF", "LI", "Integrator"):
+        r = _param(node, "r", current)
+        if kind in ("LIF", "LI"):
+            tau, v_leak = _param(node, "tau", current), _param(node, "v_leak", current)
+            v = state.get("v", torch.zeros_like(current) + v_leak)
+            v = v + dt / tau * (v_leak - v + r * current)
+        else:
+            rest = _param(node, "v_reset", current, 0.0) if kind == "IF" else torch.zeros((), dtype=current.dtype)
+            v = state.get("v", torch.zeros_like(current) + rest)
+            v = v + dt * r * current
+        if kind in ("LI", "Integrator"):
+            state["v"] = v
+            return v
+        spikes = v > _param(node, "v_threshold", current)
+        state["v"] = torch.where(spikes, _param(node, "v_reset", current, 0.0) + torch.zeros_like(v), v)
+        return spikes.to(current.dtype)
+    raise UnsupportedGraph(f"no reference semantics for NIR node type {kind}")
+
+
+def simulate(graph: Any, x: torch.Tensor, dt: float) -> torch.Tensor:
+    """Run ``graph`` over the leading time axis of ``x``; returns its output node's value at every step."""
+    order = _order(graph)
+    entry = [name for name, sources in order if not sources]
+    exits = [name for name in graph.nodes if not any(name in sources for _, sources in order)]
+    if len(entry) != 1 or len(exits) != 1:
+        raise UnsupportedGraph(f"expected one input and one output node, found inputs {entry} and outputs {exits}")
+    states: dict[str, dict[str, torch.Tensor]] = {name: {} for name in graph.nodes}
+    outputs = []
+    for x_t in x:
+        values: dict[str, torch.Tensor] = {}
+        for name, sources in order:
+            current = x_t if not sources else sum(values[s] for s in sources)
+            values[name] = _step(graph.nodes[name], current, states[name], dt)
+        outputs.append(values[exits[0]])
+    return torch.stack(outputs)

@@ -1,0 +1,75 @@
+"""reference.nir (what a NIR graph declares) and the NIR exchange's plumbing; the columns themselves are judged in the
+matrix (the networks' cells) and by the mutants (suites/mutants.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from reference.nir import UnsupportedGraph, simulate
+
+nir = pytest.importorskip("nir")
+
+
+def _lif_graph(tau, r, v_leak, v_threshold, v_reset, weight, bias):
+    return nir.NIRGraph.from_list(nir.Affine(weight=weight.numpy(), bias=bias.numpy()),
+                                  nir.LIF(tau=tau.numpy(), r=r.numpy(), v_leak=v_leak.numpy(),
+                                          v_threshold=v_threshold.numpy(), v_reset=v_reset.numpy()))
+
+
+def test_a_lif_graph_means_forward_euler_of_its_equation():
+    torch.manual_seed(0)
+    weight, bias = torch.randn(3, 4, dtype=torch.float64), torch.rand(3, dtype=torch.float64)
+    tau, r = torch.tensor([2e-3, 5e-3, 1e-2], dtype=torch.float64), torch.tensor([1.0, 2.0, 4.0], dtype=torch.float64)
+    v_leak, v_th, v_reset = torch.full((3,), 0.1, dtype=torch.float64), torch.ones(3, dtype=torch.float64), \
+        torch.full((3,), -0.2, dtype=torch.float64)
+    x, dt = 2 * torch.rand(12, 2, 4, dtype=torch.float64), 1e-3
+    got = simulate(_lif_graph(tau, r, v_leak, v_th, v_reset, weight, bias), x, dt)
+    v, expected = v_leak.expand(2, 3).clone(), []
+    for x_t in x:  # written out independently of the module under test
+        current = x_t @ weight.T + bias
+        v = v + dt / tau * (v_leak - v + r * current)
+        spike = v > v_th
+        v = torch.where(spike, v_reset.expand_as(v), v)
+        expected.append(spike.double())
+    assert torch.equal(got, torch.stack(expected)) and 0 < got.sum() < got.numel()
+
+
+def test_an_if_graph_integrates_r_dt_times_its_input():
+    graph = nir.NIRGraph.from_list(nir.IF(r=torch.full((1,), 1e3).numpy(), v_threshold=torch.ones(1).numpy(),
+                                          v_reset=torch.zeros(1).numpy()))
+    x = torch.full((4, 1, 1), 0.4, dtype=torch.float64)  # v: 0.4, 0.8, 1.2 -> spike and reset, 0.4
+    assert simulate(graph, x, 1e-3).flatten().tolist() == [0.0, 0.0, 1.0, 0.0]
+
+
+def test_a_node_without_reference_semantics_is_named():
+    graph = nir.NIRGraph.from_list(nir.Threshold(threshold=torch.ones(2).numpy()))
+    with pytest.raises(UnsupportedGraph, match="Threshold"):
+        simulate(graph, torch.zeros(2, 1, 2, dtype=torch.float64), 1e-3)
+
+
+def test_the_file_round_trip_names_what_changed():
+    from conformance.transforms.nir import graph_differences, through_file
+
+    graph = _lif_graph(*(torch.ones(3, dtype=torch.float64) for _ in range(5)), torch.eye(3, 4, dtype=torch.float64),
+                       torch.zeros(3, dtype=torch.float64))
+    read, changes = through_file(graph)
+    assert changes == [] and set(read.nodes) == set(graph.nodes)
+    ones = [torch.ones(3, dtype=torch.float64) for _ in range(4)]
+    other = _lif_graph(*ones, torch.full((3,), 0.5, dtype=torch.float64), torch.eye(3, 4, dtype=torch.float64),
+                       torch.zeros(3, dtype=torch.float64))
+    assert [c.split(":")[0] for c in graph_differences(graph, other)] == [
+        f"{name}.v_reset" for name, node in graph.nodes.items() if type(node).__name__ == "LIF"]
+
+
+def test_exchange_columns_apply_only_to_subjects_that_declare_the_format():
+    from conformance import registry
+
+    cells = registry.cells(["reference.neuron.leaky", "spikingjelly.LinearLIFNode"], devices=["cpu"])
+    reasons = {c.id: registry.not_applicable(c, registry.subjects()[c.subject], registry.specs()[
+        registry.subjects()[c.subject].spec], registry.transforms()[c.transform]) for c in cells
+        if c.transform.startswith("nir_")}
+    assert all("declares no NIR export" in reasons[i] for i in reasons if i.startswith("reference."))
+    assert reasons["spikingjelly.LinearLIFNode|nir_to:spikingjelly|preserves_forward|cpu|float32"] == \
+        "spikingjelly to itself is nir_roundtrip"
+    assert reasons["spikingjelly.LinearLIFNode|nir_to:norse|preserves_forward|cpu|float32"] is None
