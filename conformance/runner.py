@@ -211,18 +211,19 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     phases = [Phase.explicit, Phase.reuse, Phase.generate] if no_shrink else list(Phase)
 
     scale = subject.examples_scale.get(cell.device, 1.0)
-    examples = options["compile_examples"] if transform.compiles else options["max_examples"]
+    examples = options["costly_examples" if transform.costly else "compile_examples" if transform.compiles
+                       else "max_examples"]
     examples = max(1, round(examples * scale))
     # The spec's edge examples come first, scaled as the draws are (at least one); a compiling transform (a compile
-    # per example) takes the first in place of one drawn example.
+    # per example) takes the first in place of one drawn example (with one example in all: only the edge).
     edges = _edges_of(spec, subject) if spec.edges is not None else []
     edges = edges[:max(1, round(len(edges) * scale))]
     if transform.compiles and edges:
-        edges, examples = edges[:1], max(1, examples - 1)
+        edges, examples = edges[:1], examples - 1
 
     # hypothesis derives the derandomized seed from this function's source: an edit to cell_property draws other
     # examples in every cell (and can move the recorded results), so per-cell bookkeeping lives outside it.
-    @settings(max_examples=examples,
+    @settings(max_examples=max(1, examples),
               phases=phases,
               derandomize=options["derandomize"], deadline=None, print_blob=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
@@ -274,7 +275,8 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
                     failed_edge = state["example"]
                     # the drawn examples run even after an edge failed: a failure among them is shrunk, and the
                     # cell shows that smaller example; the edge's only when no drawn example fails
-                    cell_property()
+                    if examples:
+                        cell_property()
                     if edge_failure is not None:
                         state["example"] = failed_edge
                         raise edge_failure

@@ -302,12 +302,18 @@ def uniform_quantize(x: torch.Tensor, *, scale: float | Sequence[float], zero_po
 DOREFA_WEIGHT_GRADIENTS = ("identity", "tanh")
 
 
+def _abs_max(t: torch.Tensor) -> torch.Tensor:
+    """max|t| over the whole tensor. The dims are named: torch.onnx's exporter (onnxscript 0.7.2) cannot export
+    ``amax()`` without them, and a spec runs under every transform."""
+    return t.abs().amax(dim=tuple(range(t.dim())))
+
+
 def dorefa_weight_grad(x: torch.Tensor, grad_output: torch.Tensor, *, gradient: str = "identity") -> torch.Tensor:
     """``identity``: ``g``; ``tanh``: ``g * (1 - tanh(x)^2) / max|tanh(x)|``."""
     if gradient == "identity":
         return grad_output
     t = torch.tanh(x)
-    return grad_output * (1 - t * t) / t.abs().amax()
+    return grad_output * (1 - t * t) / _abs_max(t)
 
 
 def dorefa_weight(x: torch.Tensor, *, bits: int = 1, gradient: str = "identity") -> torch.Tensor:
@@ -327,7 +333,7 @@ def dorefa_weight(x: torch.Tensor, *, bits: int = 1, gradient: str = "identity")
     n = 2 ** bits - 1
     xd = x.detach()
     t = torch.tanh(xd)
-    r = t / (2 * t.abs().amax()) + 0.5
+    r = t / (2 * _abs_max(t)) + 0.5
     value = 2 * (torch.round(r * n) / n) - 1
     return value + dorefa_weight_grad(xd, x - xd, gradient=gradient)
 

@@ -438,6 +438,14 @@ class AutocastForgetsScale(nn.Module):
         return y * 0.5 if torch.is_autocast_enabled(x.device.type) else y
 
 
+class ExportPathDropsZeroValue(nn.Module):
+    """A separate path for export (``torch.compiler.is_exporting()``, as layers that swap their STE for a traceable
+    op do) that maps sign(0) to 0 where the eager path gives +1: the exported model differs on exact zeros."""
+
+    def forward(self, x):
+        return torch.sign(x) if torch.compiler.is_exporting() else quant.sign_ste(x, zero_value=1.0)
+
+
 class LsqHalfAway(nn.Module):
     """LSQ rounding half away from zero (``floor(|v| + 0.5)``) where the spec rounds half to even: right everywhere
     but on the rounding ties, which the drawn examples keep a tenth of a step away from."""
@@ -646,6 +654,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("autocast_forgets_scale", "quant.sign_ste", lambda ex: AutocastForgetsScale(), fixed=_SIGN),
            "autocast_bf16", "preserves_forward", "transform-changed-forward",
            "mixed-precision path drops the output scaling", device="cuda"),
+    Mutant(_subject("export_path_drops_zero_value", "quant.sign_ste", lambda ex: ExportPathDropsZeroValue(),
+                    fixed=_SIGN),
+           "onnx", "preserves_forward", "transform-changed-forward",
+           "the exported path computes sign(0) = 0 where the module gives +1"),
     Mutant(_toy_subject("nir_tau_in_steps", tau_unit=1 / TOY_DT), "nir_graph", "nir_graph_matches_module",
            "nir-graph-changed-forward", "the exporter writes tau in time steps where NIR declares seconds"),
     Mutant(_toy_subject("nir_import_drops_reset", resets=False), "nir_roundtrip", "preserves_forward",

@@ -50,6 +50,8 @@ CAUSES: dict[str, str] = {
     "per-sample-grad-failed": "per-sample gradients raised",
     "opacus-failed": "Opacus GradSampleModule raised",
     "jit-unsupported": "TorchScript could not script/trace the module",
+    "onnx-export-failed": "torch.onnx.export (dynamo=True) raised on the module",
+    "onnx-run-failed": "onnxruntime refused or raised on the exported model",
     "nir-export-failed": "the library's NIR exporter raised on the module",
     "nir-file-changed-graph": "nir.write + nir.read raised or gave back a graph other than the one written",
     "nir-import-failed": "the importing library's NIR importer raised on the graph",

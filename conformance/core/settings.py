@@ -17,11 +17,13 @@ class UsageError(ValueError):
     reports it as pytest's usage error."""
 
 
-#: Hypothesis profiles: examples per cell, and fewer for compiling transforms (compilation dominates).
+#: Hypothesis profiles: examples per cell, fewer for compiling transforms (compilation dominates), fewer again for
+#: the costly ones (Transform.costly: inductor's code generation, dynamic-shape capture, an ONNX export: seconds per
+#: example; with one, it is the spec's first edge example, else a drawn one).
 PROFILES = {
-    "ci": dict(max_examples=5, compile_examples=2, derandomize=True, database=None),
-    "dev": dict(max_examples=20, compile_examples=4, derandomize=False),
-    "thorough": dict(max_examples=150, compile_examples=15, derandomize=False),
+    "ci": dict(max_examples=5, compile_examples=2, costly_examples=1, derandomize=True, database=None),
+    "dev": dict(max_examples=20, compile_examples=4, costly_examples=2, derandomize=False),
+    "thorough": dict(max_examples=150, compile_examples=15, costly_examples=8, derandomize=False),
 }
 DEFAULT_TIMEOUT_S = 300.0
 

@@ -50,6 +50,9 @@ OVERRIDES: dict[tuple[str, str, str], Tolerance] = {
         1e-5, 1e-5, "reductions in backward (vmap, per-sample, Opacus einsum) sum in a different order than the loop"),
     ("float32", "jvp", "preserves_grad"): Tolerance(
         1e-5, 1e-5, "jvp vs vjp inner products sum in different orders"),
+    ("float32", "onnx", "*"): Tolerance(
+        1e-5, 1e-5, "onnxruntime's GEMM/convolution/reduction kernels sum in another order than torch's (seen: "
+                    "1.1e-4 on a binary conv's outputs of ~10): atol relative to the largest output", scaled=True),
     ("float32", "cpu_vs_cuda", "*"): Tolerance(
         1e-5, 1e-5, "CUDA kernels (cuBLAS/cuDNN, fused reductions) sum in a different order than the CPU's"),
     ("float32", "autocast_bf16", "*"): Tolerance(

@@ -210,7 +210,8 @@ def _threshold_zero_known(function: str) -> Known:
 _LAYER_LEVEL = "a layer-level transform: Resnet18V2 is a model-level row (LeNet and bitorch's layer rows cover it)"
 _RESNET_NOT_APPLICABLE = {t: _LAYER_LEVEL for t in ("vmap", "grad", "jvp", "compile_aot_eager", "compile_inductor",
                                                      "compile_dynamic", "jit_script", "jit_trace", "export",
-                                                     "checkpoint", "cpu_vs_cuda", "autocast_bf16", "autocast_fp16")}
+                                                     "checkpoint", "cpu_vs_cuda", "autocast_bf16", "autocast_fp16",
+                                                     "onnx")}
 
 
 # ------------------------------------------------------------------------------------------------ declarations
@@ -234,6 +235,15 @@ _CUDA_MODEL_KNOWN: tuple[Known, ...] = (
                  "with TF32 disabled (a binarized activation near 0 flips). Not a bitorch defect; the cell keeps it",
           reproducer="reproducers/bitorch/lenet_cuda_conv_grad_differs.py"),
 )
+
+
+_ONNX_SIGN_FLIPS = Known(
+    transform="onnx", cause="transform-changed-forward", link="https://pytorch.org/docs/stable/onnx_dynamo.html",
+    reason="onnxruntime's convolutions sum in another order than torch's (7e-7 on the first conv's outputs, every "
+           "layer alone agrees within 1e-5); a binarized activation whose input sits within that rounding of 0 flips "
+           "sign and every later layer sees another input: the logits move by up to ~0.5. A property of sign() on "
+           "rounding differences, as on CUDA; not an exporter or bitorch defect",
+    reproducer="reproducers/bitorch/lenet_onnx_sign_flips.py")
 
 
 def _subject(name: str, spec: str, build, *, known: tuple[Known, ...] = (), **fields) -> Subject:
@@ -299,7 +309,7 @@ def subjects() -> Iterator[Subject]:
                                    "per example on one CPU thread, over the CI cell budget; compile_aot_eager covers "
                                    "dynamo's capture of the model",
                                    "compile_dynamic": "as compile_inductor (inductor, whole model, over the CI budget)"},
-                   known=(*_container_known(), *_CUDA_MODEL_KNOWN,
+                   known=(*_container_known(), *_CUDA_MODEL_KNOWN, _ONNX_SIGN_FLIPS,
                           Known(transform="opacus_*", cause="opacus-failed", link=DEEPCOPY_VMAP_PR,
                                 reason="LeNet has BatchNorm layers (buffers), which Opacus' strict GradSampleModule "
                                        "refuses; bitorch pull request 4 ran ModuleValidator.fix first (bitorch's own per-sample "

@@ -123,6 +123,10 @@ def _known(function: str, layer: str, kernel: str, script: str) -> tuple[Known, 
               reason=f"torch.export traces with fake tensors, which hold no data; {function}.forward hands them to the "
                      f"pybind11 extension, whose C++ code reads data_ptr() ('The tensor has a non-zero number of "
                      f"elements, but its data is not allocated yet'): the kernel is not registered as a custom op"),
+        Known(transform="onnx", cause="onnx-export-failed", link=layer, reproducer=f"{script}_export.py",
+              reason=f"torch.onnx.export starts with torch.export, which fails: {function}.forward hands its fake "
+                     f"tensors to the pybind11 extension, whose C++ code reads data_ptr() (the kernel is not "
+                     f"registered as a custom op)"),
         *(Known(transform="*", check=check, cause=_NO_BACKWARD, link=layer, reason=no_backward,
                 reproducer="reproducers/bitorch_engine/layers_have_no_backward.py")
           for check in ("grad_matches_spec", "preserves_grad")),

@@ -179,11 +179,20 @@ def _subject(name: str, spec: str, build, *, known: tuple[Known, ...] = (), **fi
                    known=(_VMAP_RENAME_211,) + known + _BDPY, **fields)
 
 
+#: brevitas' QCDQ export handler asserts a bit width above 1 for every binary quantizer
+_QCDQ_BINARY = Known(
+    transform="brevitas_qcdq", cause="onnx-export-failed",
+    link="https://github.com/Xilinx/brevitas/tree/master/src/brevitas/export/onnx/standard/qcdq",
+    reason="export_onnx_qcdq raises 'Binary quant not supported' for a binary (1-bit) quantizer: binary layers export "
+           "only through QONNX's BipolarQuant, a custom op onnxruntime does not run",
+    reproducer="reproducers/brevitas/qcdq_binary_not_supported.py")
+
+
 def subjects() -> Iterator[Subject]:
     per_tensor = dict(zero_point=0, rounding="half_even", channel_dim=None, scale=_SCALES)
     yield _subject("QuantIdentity[binary]", "quant.sign_clipped_ste", build_identity_binary,
                    fixed={"zero_value": 1.0, "threshold": 1.0, "inclusive": True},
-                   known=(*_COMMON, *_no_setup_context("BinarySignSteFn", _FUNC, _BINARY_FUNC)))
+                   known=(*_COMMON, *_no_setup_context("BinarySignSteFn", _FUNC, _BINARY_FUNC), _QCDQ_BINARY))
     yield _subject("QuantIdentity[ternary]", "quant.uniform", build_identity_ternary,
                    fixed=dict(per_tensor, bits=2, signed=True, narrow_range=True),
                    known=(*_COMMON, *_no_setup_context("RoundSteFn", _FUNC, _ROUND_FUNC)))
@@ -199,7 +208,9 @@ def subjects() -> Iterator[Subject]:
     binary = dict(input_quant="none", zero_value=1.0, weight_scaling="none", bias=True)
     yield _subject("QuantLinear[binary]", "layer.binary_linear", build_linear_binary, fixed=binary,
                    param_map={"weight": "weight", "bias": "bias"},
-                   known=(*_BINARY_WEIGHT, _OPACUS, *_no_setup_context(_WEIGHT_STE, _PER_SAMPLE, _BINARY_FUNC)))
+                   known=(*_BINARY_WEIGHT, _OPACUS, *_no_setup_context(_WEIGHT_STE, _PER_SAMPLE, _BINARY_FUNC),
+                          _QCDQ_BINARY))
     yield _subject("QuantConv2d[binary]", "layer.binary_conv2d", build_conv2d_binary,
                    fixed=dict(binary, pad_value=0.0), param_map={"weight": "weight", "bias": "bias"},
-                   known=(*_BINARY_WEIGHT, _OPACUS, *_no_setup_context(_WEIGHT_STE, _PER_SAMPLE, _BINARY_FUNC)))
+                   known=(*_BINARY_WEIGHT, _OPACUS, *_no_setup_context(_WEIGHT_STE, _PER_SAMPLE, _BINARY_FUNC),
+                          _QCDQ_BINARY))

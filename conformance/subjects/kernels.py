@@ -94,11 +94,20 @@ _NO_JVP = ("the backward is an autograd.Function (setup_context + backward, the 
 _FUNCTION = "https://pytorch.org/docs/stable/notes/extending.html#forward-mode-ad"
 
 
-def _known(*, differentiable: bool = True) -> tuple[Known, ...]:
+_NO_ONNX = Known("onnx", cause="onnx-export-failed", link="https://pytorch.org/docs/stable/onnx_dynamo.html",
+                 reason="the kernels are custom ops (qsnn_kernels::*) with fake implementations, so torch.export "
+                        "captures them, but they register no ONNX translation (nor a decomposition into aten ops): "
+                        "torch.onnx.export finds no ONNX function for them",
+                 reproducer="reproducers/kernels/onnx_custom_op_no_translation.py")
+
+
+def _known(*, differentiable: bool = True, onnx: bool = False) -> tuple[Known, ...]:
+    """``onnx``: a quantized op (the onnx column applies to it, transforms/onnx.py)."""
+    exported = (_NO_ONNX,) if onnx else ()
     if not differentiable:  # integer words (bit packing): there is no jvp to ask for
-        return ()
+        return exported
     return (Known("jvp", cause="jvp-unsupported", reason=_NO_JVP, link=_FUNCTION,
-                  reproducer="reproducers/kernels/jvp_autograd_function_without_jvp.py"),)
+                  reproducer="reproducers/kernels/jvp_autograd_function_without_jvp.py"), *exported)
 
 
 #: Inapplicable by design, for every kernel subject.
@@ -117,16 +126,16 @@ def subjects() -> Iterator[Subject]:
     common = dict(library=LIBRARY, requires=REQUIRES, devices=_devices(), not_applicable=NOT_APPLICABLE,
                   examples_scale={"cpu": 0.4})
     yield Subject(id="kernels.pack_signs", spec="packing.pack_signs", build=_build_pack,
-                  fixed={"word_bits": 32}, known=_known(differentiable=False), **common)
+                  fixed={"word_bits": 32}, known=_known(differentiable=False, onnx=True), **common)
     yield Subject(id="kernels.binary_matmul", spec="packing.binary_matmul", build=_build_matmul,
                   fixed={"word_bits": 32, "bit_order": "lsb", "zero_value": _ZERO_VALUES}, param_map={"w": "w"},
-                  known=_known(), **common)
+                  known=_known(onnx=True), **common)
     yield Subject(id="kernels.binary_linear", spec="layer.binary_linear", build=_build_linear,
                   fixed={"input_quant": _BINARY_INPUTS, "zero_value": _ZERO_VALUES, "bias": True},
-                  param_map={"weight": "weight", "bias": "bias"}, known=_known(), **common)
+                  param_map={"weight": "weight", "bias": "bias"}, known=_known(onnx=True), **common)
     yield Subject(id="kernels.binary_conv2d", spec="layer.binary_conv2d", build=_build_conv,
                   fixed={"input_quant": _BINARY_INPUTS, "zero_value": _ZERO_VALUES, "bias": True},
-                  param_map={"weight": "weight", "bias": "bias"}, known=_known(), **common)
+                  param_map={"weight": "weight", "bias": "bias"}, known=_known(onnx=True), **common)
     yield Subject(id="kernels.leaky", spec="neuron.leaky", build=_build_leaky,
                   param_map={"beta": "beta", "threshold": "threshold", "graded_spikes_factor": "graded_spikes_factor"},
                   known=_known(), **common)

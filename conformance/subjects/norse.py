@@ -30,7 +30,6 @@ from . import Network, exchange_network, network_linear
 from ..core.types import Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
 from ..transforms.bdpy import known_tuple_output as bdpy_tuple_output
-from ..transforms.nir import IF_IMPORTED_BY_SNNTORCH, IMPORTED_BY_SINABS
 
 #: Installed without its declared dependencies: it declares torchvision (a CUDA torch) and imports it only for datasets;
 #: nir and nirtorch, which it imports as it loads, are declared by transforms/nir.py.
@@ -257,7 +256,6 @@ _IAF_R = Known("nir_*", cause="nir-graph-changed-forward", also=("nir-import-fai
                reproducer="reproducers/norse/nir_export_iaf_r_without_dt.py")
 NIR_KNOWN_IAF: tuple[Known, ...] = (
     replace(_IAF_R, transform="nir_graph"), replace(_IAF_R, transform="nir_to:spikingjelly"),
-    IF_IMPORTED_BY_SNNTORCH, IMPORTED_BY_SINABS,
 )
 
 

@@ -14,7 +14,6 @@ from torch import nn
 
 from . import Network, exchange_network, network_linear
 from ..core.types import CallProtocol, Example, Known, Library, Subject
-from ..transforms.nir import IF_IMPORTED_BY_SNNTORCH
 
 #: Installed without its declared dependencies: it declares samna (hardware tooling) and imports it only for chips;
 #: nir and nirtorch, which its converter imports, are declared by transforms/nir.py.
@@ -296,25 +295,24 @@ def build_iaf_network(example: Example) -> nn.Module:
 
 
 #: findings of the NIR exchange (docs/nir.md)
-def _nir_export(reason: str, reproducer: str) -> Known:
-    """sinabs' exporter's finding: every column but its own round trip (sinabs reads back what it wrote)."""
-    return Known("nir_[gt]*", cause="transform-changed-forward", also=("nir-graph-changed-forward",),
-                 link=f"{_SRC}/nir.py", reason=reason, reproducer=reproducer)
+def _nir_export(reason: str, reproducer: str, columns: tuple[str, ...]) -> tuple[Known, ...]:
+    """sinabs' exporter's finding, in the columns it decides (not its own round trip: sinabs reads back what it
+    wrote)."""
+    return tuple(Known(column, cause="transform-changed-forward", also=("nir-graph-changed-forward",),
+                       link=f"{_SRC}/nir.py", reason=reason, reproducer=reproducer) for column in columns)
 
 
-NIR_KNOWN_LIF: tuple[Known, ...] = (
-    _nir_export("sinabs' exporter writes LIF's tau_mem (in time steps; the layer decays v by exp(-1/tau_mem) and adds "
+NIR_KNOWN_LIF: tuple[Known, ...] = _nir_export("sinabs' exporter writes LIF's tau_mem (in time steps; the layer decays v by exp(-1/tau_mem) and adds "
                 "its whole input each step) as NIR's tau with r = 1: at no dt does NIR's equation give the layer's "
                 "membrane (one step of input 1: v = 1 in the layer, dt / tau in the graph)",
-                "reproducers/sinabs/nir_export_lif_tau_in_steps.py"),
-)
-NIR_KNOWN_IAF: tuple[Known, ...] = (
-    IF_IMPORTED_BY_SNNTORCH,
-    _nir_export("sinabs' exporter writes IAFSqueeze as nir.IF(r=1, v_threshold) and drops its spike and reset "
+                "reproducers/sinabs/nir_export_lif_tau_in_steps.py",
+                ("nir_graph", "nir_to:norse", "nir_to:snntorch", "nir_to:spikingjelly"))
+# (into snntorch its IF import raises first: transforms/nir.py)
+NIR_KNOWN_IAF: tuple[Known, ...] = _nir_export("sinabs' exporter writes IAFSqueeze as nir.IF(r=1, v_threshold) and drops its spike and reset "
                 "functions (MultiSpike, MembraneSubtract): NIR's IF emits one spike and resets to v_reset where the "
                 "layer emits floor(v / threshold) spikes and subtracts them",
-                "reproducers/sinabs/nir_export_drops_multispike_and_subtract.py"),
-)
+                "reproducers/sinabs/nir_export_drops_multispike_and_subtract.py",
+                ("nir_graph", "nir_to:norse", "nir_to:spikingjelly"))
 
 
 def subjects() -> Iterator[Subject]:

@@ -31,7 +31,7 @@ from torch import nn
 from . import Network, exchange_network, network_linear
 from ..core.types import CallProtocol, Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
-from ..transforms.nir import IMPORTED_BY_SINABS, LIF_WITH_R_IMPORTED_BY_NORSE
+from ..transforms.nir import reset_snntorch
 
 LIBRARY = Library("snntorch", "snntorch", "1.0.0", history=("0.9.4",))
 # The 1.0.0 wheel's surrogate.py and _neurons/{neurons,leaky,synaptic,alpha,lapicque,rleaky,rsynaptic}.py are
@@ -522,9 +522,7 @@ def _surrogate(name: str, known: tuple[Known, ...] = ()) -> Subject:
 
 
 def _run_network(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    import snntorch.utils
-
-    snntorch.utils.reset(net)
+    reset_snntorch(net)
     return torch.stack([net(x_t) for x_t in x])
 
 
@@ -549,10 +547,7 @@ _DROPS_SUBTRACT = Known(
            "to a value, and its importer builds reset_mechanism='zero': after the first spike the membrane is reset "
            "where the layer subtracts the threshold",
     reproducer="reproducers/snntorch/nir_export_drops_subtract_reset.py")
-NIR_KNOWN: dict[str, tuple[Known, ...]] = {
-    "subtract": (LIF_WITH_R_IMPORTED_BY_NORSE, IMPORTED_BY_SINABS, _DROPS_SUBTRACT),
-    "zero": (LIF_WITH_R_IMPORTED_BY_NORSE, IMPORTED_BY_SINABS),
-}
+NIR_KNOWN: dict[str, tuple[Known, ...]] = {"subtract": (_DROPS_SUBTRACT,)}
 
 
 def subjects() -> Iterator[Subject]:

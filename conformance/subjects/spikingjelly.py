@@ -17,7 +17,6 @@ from torch import nn
 from . import Network, exchange_network, network_linear
 from ..core.types import CallProtocol, Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
-from ..transforms.nir import IF_WITH_R_IMPORTED_BY_SNNTORCH, IMPORTED_BY_SINABS
 
 #: Installed without its declared dependencies: it declares torchvision/torchaudio (a CUDA torch) and imports neither.
 LIBRARY = Library("spikingjelly", "spikingjelly", "2.0.0", no_deps=True,
@@ -235,18 +234,13 @@ def build_network(node_type: str, **kwargs):
     return build
 
 
-#: findings of the NIR exchange (docs/nir.md)
-NIR_KNOWN_LIF: tuple[Known, ...] = (IMPORTED_BY_SINABS,)
-NIR_KNOWN_IF: tuple[Known, ...] = (IMPORTED_BY_SINABS, IF_WITH_R_IMPORTED_BY_SNNTORCH)
-
-
 def subjects() -> Iterator[Subject]:
     # a small network for the exchange columns (NIR): model.snn_network
     network = exchange_network(LIBRARY.name, REQUIRES)
     yield Subject(id="spikingjelly.LinearLIFNode", spec="model.snn_network",
-                  build=build_network("LIFNode", tau=2.0, decay_input=True), **network, known=NIR_KNOWN_LIF)
+                  build=build_network("LIFNode", tau=2.0, decay_input=True), **network)
     yield Subject(id="spikingjelly.LinearIFNode", spec="model.snn_network", build=build_network("IFNode"),
-                  **network, known=NIR_KNOWN_IF)
+                  **network)
     common = dict(library=LIBRARY.name, requires=REQUIRES)
     for step_mode in ("s", "m"):
         # single-step nodes are stepped over time by the adapter (called T times per forward): bdpy pairs by position

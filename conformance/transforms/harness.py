@@ -368,7 +368,10 @@ class Transform:
     needs_grad: bool = False
     #: importable modules it needs (its cells skip without them)
     requires: tuple[str, ...] = ()
+    #: compiles or exports the module for every example: its cells take fewer examples and do not shrink
     compiles: bool = False
+    #: each example costs seconds (code generation, an export): the profile's costly_examples (core/settings.py)
+    costly: bool = False
     #: yields a module its users go on calling: a subject whose state persists between calls is driven through its
     #: call protocol (one step per call, CallProtocol); False for the batch transforms (vmap, per-sample, jvp)
     protocol: bool = False

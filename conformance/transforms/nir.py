@@ -14,6 +14,7 @@ it over ``x`` of shape ``(T, B, N)``.
 
 from __future__ import annotations
 
+import fnmatch
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,22 +62,30 @@ def _step_all(module: Callable, x: torch.Tensor) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------------------------ snntorch
+def reset_snntorch(net: nn.Module) -> None:
+    """Each of ``net``'s snntorch neurons back at rest. Not snntorch.utils.reset: that resets every neuron of the
+    class ever built in the process (a class-level list), and raises on one a vmap left holding a batched tensor."""
+    import snntorch
+
+    for layer in net.modules():
+        if isinstance(layer, snntorch.SpikingNeuron) and hasattr(layer, "reset_mem"):
+            layer.reset_mem()
+
+
 def _snntorch_export(net: nn.Module, x: torch.Tensor) -> Any:
-    import snntorch.utils
     from snntorch.export_nir import export_to_nir
 
-    snntorch.utils.reset(net)
+    reset_snntorch(net)
     # ignore_dims=[0]: the sample's batch axis is not part of the graph (without it nir >= 1.0.6's type inference
     # rejects the graph)
     return export_to_nir(net, x[0], ignore_dims=[0])
 
 
 def _snntorch_load(graph: Any, dt: float, x: torch.Tensor) -> torch.Tensor:
-    import snntorch.utils
     from snntorch.import_nir import import_from_nir
 
     module = import_from_nir(graph)  # simulates at snntorch's fixed dt (1e-4)
-    snntorch.utils.reset(module)
+    reset_snntorch(module)
     return _step_all(module, x)
 
 
@@ -275,29 +284,9 @@ def _applies(target: str | None) -> Callable[[Subject, Spec], str | None]:
     return applies
 
 
-_CAUSES = {"nir_export": "nir-export-failed", "nir_file": "nir-file-changed-graph",
-           "nir_import": "nir-import-failed", "nir_reference": "nir-graph-unsupported"}
-
-
-def _transform(name: str, fn: Callable[[Context], TransformRun], checks: tuple[str, ...], target: str | None,
-               failure_cause: str) -> Transform:
-    requires = ("nir", "nirtorch") + ((target,) if target else ())
-    return Transform(name, fn, checks, failure_cause=failure_cause, devices=("cpu",), requires=requires,
-                     stage_causes=_CAUSES, applies=_applies(target))
-
-
-TRANSFORMS = (
-    _transform("nir_graph", nir_graph, ("nir_graph_matches_module",), None, "nir-reference-failed"),
-    _transform("nir_roundtrip", _import_transform("nir_roundtrip", None), ("preserves_forward",), None,
-               "nir-run-failed"),
-    *(_transform(f"nir_to:{library}", _import_transform(f"nir_to:{library}", library), ("preserves_forward",),
-                 library, "nir-run-failed") for library in IMPORTERS),
-)
-
-
 # ------------------------------------------------------------------------------------------------ importers' findings
-# An importer's finding shows on every network exported to it whose graph holds what the importer mishandles: the
-# exporting subjects list the ones that apply to them.
+# An importer's finding shows on the networks whose graphs hold what it mishandles: (subject id glob, entry) per
+# importing column; the exporting library's own findings are its subjects' entries, which come first.
 _SINABS_NIR = "https://github.com/synsense/sinabs/blob/develop/sinabs/nir.py"
 _SNNTORCH_IMPORT = "https://github.com/jeshraghian/snntorch/blob/master/snntorch/import_nir.py"
 _NORSE_IMPORT = "https://github.com/norse/norse/blob/main/norse/torch/utils/import_nir.py"
@@ -323,3 +312,42 @@ LIF_WITH_R_IMPORTED_BY_NORSE = Known(
     reason="norse's importer builds a LIFBoxCell from tau, v_leak and v_threshold and drops r (a warning): a graph "
            "with r != 1 (snntorch writes r = 1 / (1 - beta)) integrates its input r times too weakly",
     reproducer="reproducers/norse/nir_import_ignores_r.py")
+
+
+IMPORTER_FINDINGS: dict[str, tuple[tuple[str, Known], ...]] = {
+    "nir_to:sinabs": (("*", IMPORTED_BY_SINABS),),
+    "nir_to:snntorch": (("norse.LinearIAFCell", IF_IMPORTED_BY_SNNTORCH),
+                        ("sinabs.LinearIAFSqueeze", IF_IMPORTED_BY_SNNTORCH),
+                        ("spikingjelly.LinearIFNode", IF_WITH_R_IMPORTED_BY_SNNTORCH)),
+    "nir_to:norse": (("snntorch.LinearLeaky[[]*", LIF_WITH_R_IMPORTED_BY_NORSE),),
+}
+
+
+def _importer_findings(column: str) -> Callable[[Subject, Spec], tuple[Known, ...]]:
+    def known(subject: Subject, spec: Spec) -> tuple[Known, ...]:
+        return tuple(entry for pattern, entry in IMPORTER_FINDINGS.get(column, ())
+                     if fnmatch.fnmatchcase(subject.id, pattern))
+
+    return known
+
+
+_CAUSES = {"nir_export": "nir-export-failed", "nir_file": "nir-file-changed-graph",
+           "nir_import": "nir-import-failed", "nir_reference": "nir-graph-unsupported"}
+
+
+def _transform(name: str, fn: Callable[[Context], TransformRun], checks: tuple[str, ...], target: str | None,
+               failure_cause: str) -> Transform:
+    requires = ("nir", "nirtorch") + ((target,) if target else ())
+    return Transform(name, fn, checks, failure_cause=failure_cause, devices=("cpu",), requires=requires,
+                     stage_causes=_CAUSES, applies=_applies(target), known=_importer_findings(name))
+
+
+TRANSFORMS = (
+    _transform("nir_graph", nir_graph, ("nir_graph_matches_module",), None, "nir-reference-failed"),
+    _transform("nir_roundtrip", _import_transform("nir_roundtrip", None), ("preserves_forward",), None,
+               "nir-run-failed"),
+    *(_transform(f"nir_to:{library}", _import_transform(f"nir_to:{library}", library), ("preserves_forward",),
+                 library, "nir-run-failed") for library in IMPORTERS),
+)
+
+

@@ -1,0 +1,103 @@
+"""Across frameworks through ONNX: the module exported and run in onnxruntime computes what the module computes.
+
+- ``onnx``: torch's exporter (``torch.onnx.export(..., dynamo=True)``, through torch.export), for the quantized ops,
+  layers and models (the specs ``quant.*``, ``layer.*``, ``packing.*``, ``model.*``).
+- ``brevitas_qcdq``: brevitas' own export to ONNX's QuantizeLinear/Clip/DequantizeLinear form
+  (``brevitas.export.export_onnx_qcdq``), for brevitas' layers.
+
+float32 on the CPU, inference only (``preserves_forward``), with the tolerance of onnxruntime's own summation order
+(core/tolerance.py). An export costs about a second, so the cells take the compiling transforms' fewer examples.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import torch
+
+from ..core.types import Library, Spec, Subject
+from .harness import Context, Transform, TransformRun, build, eager, stage
+
+#: where these transforms stand in the table (and the report's columns)
+ORDER = 85
+#: the spec families whose subjects are exported (spiking neurons go through NIR, transforms/nir.py)
+FAMILIES = ("quant.", "layer.", "packing.", "model.")
+
+#: installed without dependencies (onnx would pull a newer protobuf, onnxscript a newer onnx-ir); what they import is
+#: listed and pinned in constraints.txt
+ONNX = Library("onnx", "onnx", "1.23.2", no_deps=True, dependencies=("protobuf", "ml_dtypes"), gpu=False)
+ONNXRUNTIME = Library("onnxruntime", "onnxruntime", "1.31.1", no_deps=True,
+                      dependencies=("flatbuffers", "protobuf", "packaging"), gpu=False)
+ONNXSCRIPT = Library("onnxscript", "onnxscript", "0.7.2", no_deps=True, dependencies=("onnx-ir", "ml_dtypes"),
+                     gpu=False)
+#: brevitas' export manager refuses to run without it
+ONNXOPTIMIZER = Library("onnxoptimizer", "onnxoptimizer", "0.4.2", no_deps=True, gpu=False)
+
+
+def session(model: bytes):
+    """An onnxruntime session on the CPU with one thread (the matrix's workers each hold one core)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+def run_session(model: bytes, x: torch.Tensor) -> torch.Tensor:
+    runner = session(model)
+    (out, *_) = runner.run(None, {runner.get_inputs()[0].name: x.detach().cpu().numpy()})
+    return torch.from_numpy(out)
+
+
+def onnx(ctx: Context) -> TransformRun:
+    """Exported with torch.onnx.export(dynamo=True) and run in onnxruntime: the output equals the module's."""
+    module = build(ctx).eval()
+    x = ctx.input().detach()
+    with stage("onnx_export"), torch.no_grad():
+        model = torch.onnx.export(module, (x,), dynamo=True, verbose=False).model_proto.SerializeToString()
+    with stage("onnx_run"):
+        y = run_session(model, x)
+    result = TransformRun(y=y.to(x.dtype))
+    result.against = eager(ctx)
+    return result
+
+
+def brevitas_qcdq(ctx: Context) -> TransformRun:
+    """Exported by brevitas' export_onnx_qcdq (QuantizeLinear/Clip/DequantizeLinear) and run in onnxruntime: the
+    output equals the layer's."""
+    from brevitas.export import export_onnx_qcdq
+
+    module = build(ctx).eval()
+    x = ctx.input().detach()
+    with stage("onnx_export"), torch.no_grad(), tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.onnx"
+        export_onnx_qcdq(module, args=x, export_path=str(path), optimize=True)
+        model = path.read_bytes()
+    with stage("onnx_run"):
+        y = run_session(model, x)
+    result = TransformRun(y=y.to(x.dtype))
+    result.against = eager(ctx)
+    return result
+
+
+def _applies(subject: Subject, spec: Spec) -> str | None:
+    if not spec.id.startswith(FAMILIES):
+        return f"{spec.id} is not a quantized op, layer or model (spiking neurons are exchanged through NIR)"
+    return None
+
+
+def _brevitas_only(subject: Subject, spec: Spec) -> str | None:
+    return None if subject.library == "brevitas" else "brevitas' own exporter: brevitas' layers only"
+
+
+_CAUSES = {"onnx_export": "onnx-export-failed", "onnx_run": "onnx-run-failed"}
+TRANSFORMS = (
+    Transform("onnx", onnx, ("preserves_forward",), failure_cause="onnx-run-failed", devices=("cpu",),
+              requires=("onnx", "onnxruntime", "onnxscript"), compiles=True, costly=True, applies=_applies,
+              stage_causes=_CAUSES),
+    Transform("brevitas_qcdq", brevitas_qcdq, ("preserves_forward",), failure_cause="onnx-run-failed",
+              devices=("cpu",), requires=("brevitas", "onnx", "onnxruntime", "onnxscript", "onnxoptimizer"),
+              compiles=True, costly=True, applies=_brevitas_only, stage_causes=_CAUSES),
+)
