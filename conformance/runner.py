@@ -220,10 +220,11 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     edges = edges[:max(1, round(len(edges) * scale))]
     if transform.compiles and edges:
         edges, examples = edges[:1], examples - 1
+    draws, examples = examples > 0, max(1, examples)  # hypothesis asks for at least one
 
     # hypothesis derives the derandomized seed from this function's source: an edit to cell_property draws other
     # examples in every cell (and can move the recorded results), so per-cell bookkeeping lives outside it.
-    @settings(max_examples=max(1, examples),
+    @settings(max_examples=examples,
               phases=phases,
               derandomize=options["derandomize"], deadline=None, print_blob=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
@@ -263,7 +264,8 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     # A derandomized cell draws what every cell of its subject, device and dtype with as many examples draws: once
     # one of them has passed, the others replay its examples instead of drawing them again (a third of a cell's
     # time), and run hypothesis only when a replayed example fails, to shrink it as before.
-    replay_key = (cell.subject, cell.device, cell.dtype, len(edges), examples, profile or profile_name())
+    replay_key = (cell.subject, cell.device, cell.dtype, len(edges), examples if draws else 0,
+                  profile or profile_name())
     replay = _EXAMPLES.get(replay_key) if options["derandomize"] else None
     with _compile_settings(transform.compiles):
         try:
@@ -275,7 +277,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
                     failed_edge = state["example"]
                     # the drawn examples run even after an edge failed: a failure among them is shrunk, and the
                     # cell shows that smaller example; the edge's only when no drawn example fails
-                    if examples:
+                    if draws:
                         cell_property()
                     if edge_failure is not None:
                         state["example"] = failed_edge

@@ -42,10 +42,12 @@ def network_linear(example, dtype: torch.dtype | None = None) -> nn.Linear:
 
 
 def exchange_network(library: str, requires: tuple[str, ...]) -> dict:
-    """The Subject fields of a library's model.snn_network: exported through NIR, float32, and kept to the eager and
-    NIR columns (its layers' transforms are judged on their own rows)."""
+    """The Subject fields of a library's model.snn_network: exported through NIR, float32 on the CPU, and kept to the
+    eager and NIR columns (its layers' transforms are judged on their own rows)."""
     from conformance.transforms import TRANSFORMS
 
     reason = "an exchange network: kept to the eager and NIR columns (its layers are judged on their own rows)"
+    # CPU only: the exchange formats are device-independent (the NIR columns run on the CPU)
     return dict(library=library, requires=requires, formats=frozenset({"nir"}), dtypes=frozenset({"float32"}),
+                devices=frozenset({"cpu"}),
                 not_applicable={t.id: reason for t in TRANSFORMS if t.id != "eager" and not t.id.startswith("nir_")})
