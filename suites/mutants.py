@@ -446,6 +446,15 @@ class ExportPathDropsZeroValue(nn.Module):
         return torch.sign(x) if torch.compiler.is_exporting() else quant.sign_ste(x, zero_value=1.0)
 
 
+class NoExportPath(nn.Module):
+    """A layer whose forward refuses to be exported (as a kernel without a traceable implementation does)."""
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            raise RuntimeError("this layer's kernel has no implementation for export")
+        return quant.sign_ste(x, zero_value=1.0)
+
+
 class LsqHalfAway(nn.Module):
     """LSQ rounding half away from zero (``floor(|v| + 0.5)``) where the spec rounds half to even: right everywhere
     but on the rounding ties, which the drawn examples keep a tenth of a step away from."""
@@ -515,17 +524,29 @@ def _toy_network(example: Example) -> nn.Module:
                    lambda net, x: net(x))
 
 
-def _toy_export(tau_unit: float):
+def _toy_export(tau_unit: float, scalar_params: bool = False):
+    """``scalar_params``: the LIF's parameters written once for all its neurons (0-d arrays, as norse's and sinabs'
+    exporters write scalar parameters), unchecked: the file cannot be read back (nir.read infers the types)."""
     def export(net: ToyLifNet, x: torch.Tensor):
         import nir
 
         weight, bias = net.linear.weight.detach().numpy(), net.linear.bias.detach().numpy()
-        return nir.NIRGraph.from_list(
-            nir.Affine(weight=weight, bias=bias),
-            nir.LIF(tau=net.tau.numpy() * tau_unit, r=net.r.numpy(), v_leak=0 * net.r.numpy(),
-                    v_threshold=net.v_threshold.numpy(), v_reset=net.v_reset.numpy()))
+        params = dict(tau=net.tau.numpy() * tau_unit, r=net.r.numpy(), v_leak=0 * net.r.numpy(),
+                      v_threshold=net.v_threshold.numpy(), v_reset=net.v_reset.numpy())
+        if not scalar_params:
+            return nir.NIRGraph.from_list(nir.Affine(weight=weight, bias=bias), nir.LIF(**params))
+        nodes = {"input": nir.Input(input_type={"input": torch.tensor(weight.shape[1:]).numpy()}),
+                 "affine": nir.Affine(weight=weight, bias=bias),
+                 "lif": nir.LIF(**{k: v[0] for k, v in params.items()}),
+                 "output": nir.Output(output_type={"output": torch.tensor(weight.shape[:1]).numpy()})}
+        return nir.NIRGraph(nodes=nodes, edges=[("input", "affine"), ("affine", "lif"), ("lif", "output")],
+                            type_check=False)
 
     return export
+
+
+def _raises(*args):
+    raise RuntimeError("the converter does not support this network")
 
 
 def _toy_load(resets: bool):
@@ -541,12 +562,14 @@ def _toy_load(resets: bool):
     return load
 
 
-def _toy_subject(name: str, *, tau_unit: float = 1.0, resets: bool = True) -> Subject:
+def _toy_subject(name: str, *, tau_unit: float = 1.0, resets: bool = True, scalar_params: bool = False,
+                 export_raises: bool = False, import_raises: bool = False) -> Subject:
     """A toy network subject whose library (``mutants.<name>``) has the NIR exchange built as asked."""
     from conformance.transforms.nir import Exchange, register_exchange
 
     library = f"mutants.{name}"
-    register_exchange(Exchange(library, TOY_DT, _toy_export(tau_unit), _toy_load(resets)))
+    export = _raises if export_raises else _toy_export(tau_unit, scalar_params)
+    register_exchange(Exchange(library, TOY_DT, export, _raises if import_raises else _toy_load(resets)))
     return Subject(id=f"mutant.{name}", spec="model.snn_network", build=_toy_network, library=library,
                    formats=frozenset({"nir"}), dtypes=frozenset({"float32"}))
 
@@ -662,4 +685,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "nir-graph-changed-forward", "the exporter writes tau in time steps where NIR declares seconds"),
     Mutant(_toy_subject("nir_import_drops_reset", resets=False), "nir_roundtrip", "preserves_forward",
            "transform-changed-forward", "the importer builds the neuron without its reset"),
+    Mutant(_toy_subject("nir_export_raises", export_raises=True), "nir_graph", "nir_graph_matches_module",
+           "nir-export-failed", "the exporter raises on the network"),
+    Mutant(_toy_subject("nir_scalar_params", scalar_params=True), "nir_roundtrip", "preserves_forward",
+           "nir-file-changed-graph", "the exporter writes scalar neuron parameters: the file cannot be read back"),
+    Mutant(_toy_subject("nir_import_raises", import_raises=True), "nir_roundtrip", "preserves_forward",
+           "nir-import-failed", "the importer raises on the graph"),
+    Mutant(_subject("no_export_path", "quant.sign_ste", lambda ex: NoExportPath(), fixed=_SIGN),
+           "onnx", "preserves_forward", "onnx-export-failed", "the layer has no path for export (it raises there)"),
 )
