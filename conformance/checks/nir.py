@@ -16,7 +16,7 @@ def check_nir_graph_matches_module(ctx: Context, out: TransformRun, truth: Truth
         raise RuntimeError(f"{transform} did not record the NIR graph")
     found = out.findings.nir
     try:
-        compare(found.meaning, out.against.y, tol=tol(ctx, transform, "nir_graph_matches_module"),
+        compare(out.y, out.against.y, tol=tol(ctx, transform, "nir_graph_matches_module"),
                 cause="nir-graph-changed-forward", what="the NIR graph's declared output vs the module's")
     except CheckFailed as failure:
         raise CheckFailed(failure.cause, f"{failure.message}; the graph, exported at dt={found.dt:g}: {found.graph}",

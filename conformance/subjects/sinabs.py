@@ -14,6 +14,8 @@ from torch import nn
 
 from . import Network, exchange_network, network_linear
 from ..core.types import CallProtocol, Example, Known, Library, Subject
+from ..specs.models import NETWORK_NEURONS
+from ..transforms.nir import run_squeezed
 
 #: Installed without its declared dependencies: it declares samna (hardware tooling) and imports it only for chips;
 #: nir and nirtorch, which its converter imports, are declared by transforms/nir.py.
@@ -269,9 +271,7 @@ def _run_network(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
     for layer in net.modules():
         if hasattr(layer, "reset_states"):
             layer.reset_states()
-    steps, batch = x.shape[:2]
-    out = net(x.transpose(0, 1).flatten(0, 1))  # (B*T, N), batch-major, as the Squeeze layers take it
-    return out.reshape(batch, steps, *out.shape[1:]).transpose(0, 1)
+    return run_squeezed(net, x)
 
 
 def _network(example: Example, layer_type: str, **kwargs) -> nn.Module:
@@ -286,7 +286,7 @@ def _network(example: Example, layer_type: str, **kwargs) -> nn.Module:
 
 def build_lif_network(example: Example) -> nn.Module:
     """Linear(4, 3) + LIFSqueeze (tau_mem 10 steps, no input normalisation, per-neuron parameters)."""
-    return _network(example, "LIFSqueeze", tau_mem=10 * torch.ones(3), norm_input=False)
+    return _network(example, "LIFSqueeze", tau_mem=10 * torch.ones(NETWORK_NEURONS), norm_input=False)
 
 
 def build_iaf_network(example: Example) -> nn.Module:

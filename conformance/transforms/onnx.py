@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import torch
+from torch import nn
 
 from ..core.types import Library, Spec, Subject
 from .harness import Context, Transform, TransformRun, build, eager, stage
@@ -51,35 +53,39 @@ def run_session(model: bytes, x: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(out)
 
 
-def onnx(ctx: Context) -> TransformRun:
-    """Exported with torch.onnx.export(dynamo=True) and run in onnxruntime: the output equals the module's."""
+def exported_run(ctx: Context, export: Callable[[nn.Module, torch.Tensor], bytes]) -> TransformRun:
+    """The subject (in evaluation mode) exported by ``export(module, x) -> serialized model`` and run in
+    onnxruntime, against the eager module."""
     module = build(ctx).eval()
     x = ctx.input().detach()
     with stage("onnx_export"), torch.no_grad():
-        model = torch.onnx.export(module, (x,), dynamo=True, verbose=False).model_proto.SerializeToString()
+        model = export(module, x)
     with stage("onnx_run"):
         y = run_session(model, x)
     result = TransformRun(y=y.to(x.dtype))
     result.against = eager(ctx)
     return result
+
+
+def onnx(ctx: Context) -> TransformRun:
+    """Exported with torch.onnx.export(dynamo=True) and run in onnxruntime: the output equals the module's."""
+    return exported_run(ctx, lambda module, x: torch.onnx.export(module, (x,), dynamo=True, verbose=False)
+                        .model_proto.SerializeToString())
+
+
+def _qcdq_export(module: nn.Module, x: torch.Tensor) -> bytes:
+    from brevitas.export import export_onnx_qcdq
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.onnx"
+        export_onnx_qcdq(module, args=x, export_path=str(path), optimize=True)
+        return path.read_bytes()
 
 
 def brevitas_qcdq(ctx: Context) -> TransformRun:
     """Exported by brevitas' export_onnx_qcdq (QuantizeLinear/Clip/DequantizeLinear) and run in onnxruntime: the
     output equals the layer's."""
-    from brevitas.export import export_onnx_qcdq
-
-    module = build(ctx).eval()
-    x = ctx.input().detach()
-    with stage("onnx_export"), torch.no_grad(), tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "model.onnx"
-        export_onnx_qcdq(module, args=x, export_path=str(path), optimize=True)
-        model = path.read_bytes()
-    with stage("onnx_run"):
-        y = run_session(model, x)
-    result = TransformRun(y=y.to(x.dtype))
-    result.against = eager(ctx)
-    return result
+    return exported_run(ctx, _qcdq_export)
 
 
 def _applies(subject: Subject, spec: Spec) -> str | None:
