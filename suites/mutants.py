@@ -455,6 +455,15 @@ class NoExportPath(nn.Module):
         return quant.sign_ste(x, zero_value=1.0)
 
 
+class ExportsUnknownOp(nn.Module):
+    """A layer whose export path writes a custom operator (``mutants::Sign``) that no ONNX runtime implements."""
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            return torch.onnx.ops.symbolic("mutants::Sign", [x], dtype=x.dtype, shape=x.shape, version=1)
+        return quant.sign_ste(x, zero_value=1.0)
+
+
 class LsqHalfAway(nn.Module):
     """LSQ rounding half away from zero (``floor(|v| + 0.5)``) where the spec rounds half to even: right everywhere
     but on the rounding ties, which the drawn examples keep a tenth of a step away from."""
@@ -524,17 +533,25 @@ def _toy_network(example: Example) -> nn.Module:
                    lambda net, x: net(x))
 
 
-def _toy_export(tau_unit: float, scalar_params: bool = False):
+def _toy_export(tau_unit: float, scalar_params: bool = False, neuron: str = "LIF", transposed: bool = False):
     """``scalar_params``: the LIF's parameters written once for all its neurons (0-d arrays, as norse's and sinabs'
-    exporters write scalar parameters), unchecked: the file cannot be read back (nir.read infers the types)."""
+    exporters write scalar parameters), unchecked: the file cannot be read back (nir.read infers the types).
+    ``neuron``: the NIR node type the neuron is written as (``CubaLIF``: one the reference defines no semantics for).
+    ``transposed``: the weight written as (in, out), so the graph declares 3 inputs where the network takes 4."""
     def export(net: ToyLifNet, x: torch.Tensor):
         import nir
 
         weight, bias = net.linear.weight.detach().numpy(), net.linear.bias.detach().numpy()
         params = dict(tau=net.tau.numpy() * tau_unit, r=net.r.numpy(), v_leak=0 * net.r.numpy(),
                       v_threshold=net.v_threshold.numpy(), v_reset=net.v_reset.numpy())
+        if transposed:
+            weight, bias = weight.T.copy(), bias[:1].repeat(weight.shape[1])
+            params = {k: v[:1].repeat(weight.shape[0]) for k, v in params.items()}
+        if neuron == "CubaLIF":
+            params = dict(tau_mem=params["tau"], tau_syn=params["tau"], r=params["r"], v_leak=params["v_leak"],
+                          v_threshold=params["v_threshold"], v_reset=params["v_reset"])
         if not scalar_params:
-            return nir.NIRGraph.from_list(nir.Affine(weight=weight, bias=bias), nir.LIF(**params))
+            return nir.NIRGraph.from_list(nir.Affine(weight=weight, bias=bias), getattr(nir, neuron)(**params))
         nodes = {"input": nir.Input(input_type={"input": torch.tensor(weight.shape[1:]).numpy()}),
                  "affine": nir.Affine(weight=weight, bias=bias),
                  "lif": nir.LIF(**{k: v[0] for k, v in params.items()}),
@@ -549,27 +566,30 @@ def _raises(*args):
     raise RuntimeError("the converter does not support this network")
 
 
-def _toy_load(resets: bool):
-    def load(graph, dt: float, x: torch.Tensor) -> torch.Tensor:
+def _toy_load(resets: bool, runs: bool = True):
+    """``runs=False``: the imported network is built, and raises when it is run."""
+    def load(graph, dt: float, x: torch.Tensor):
         affine = next(n for n in graph.nodes.values() if type(n).__name__ == "Affine")
         lif = next(n for n in graph.nodes.values() if type(n).__name__ == "LIF")
         linear = nn.Linear(*affine.weight.shape[::-1]).to(x.dtype)
         with torch.no_grad():
             linear.weight.copy_(torch.as_tensor(affine.weight))
             linear.bias.copy_(torch.as_tensor(affine.bias))
-        return ToyLifNet(linear, lif.tau, lif.r, lif.v_threshold, lif.v_reset, resets=resets)(x)
+        return ToyLifNet(linear, lif.tau, lif.r, lif.v_threshold, lif.v_reset, resets=resets) if runs else _raises
 
     return load
 
 
 def _toy_subject(name: str, *, tau_unit: float = 1.0, resets: bool = True, scalar_params: bool = False,
-                 export_raises: bool = False, import_raises: bool = False) -> Subject:
+                 export_raises: bool = False, import_raises: bool = False, runs: bool = True, neuron: str = "LIF",
+                 transposed: bool = False) -> Subject:
     """A toy network subject whose library (``mutants.<name>``) has the NIR exchange built as asked."""
     from conformance.transforms.nir import Exchange, register_exchange
 
     library = f"mutants.{name}"
-    export = _raises if export_raises else _toy_export(tau_unit, scalar_params)
-    register_exchange(Exchange(library, TOY_DT, export, _raises if import_raises else _toy_load(resets)))
+    export = _raises if export_raises else _toy_export(tau_unit, scalar_params, neuron, transposed)
+    load = _raises if import_raises else _toy_load(resets, runs)
+    register_exchange(Exchange(library, TOY_DT, export, load))
     return Subject(id=f"mutant.{name}", spec="model.snn_network", build=_toy_network, library=library,
                    formats=frozenset({"nir"}), dtypes=frozenset({"float32"}))
 
@@ -691,6 +711,15 @@ MUTANTS: tuple[Mutant, ...] = (
            "nir-file-changed-graph", "the exporter writes scalar neuron parameters: the file cannot be read back"),
     Mutant(_toy_subject("nir_import_raises", import_raises=True), "nir_roundtrip", "preserves_forward",
            "nir-import-failed", "the importer raises on the graph"),
+    Mutant(_toy_subject("nir_imported_raises", runs=False), "nir_roundtrip", "preserves_forward",
+           "nir-run-failed", "the imported network raises when run"),
+    Mutant(_toy_subject("nir_cuba_lif", neuron="CubaLIF"), "nir_graph", "nir_graph_matches_module",
+           "nir-graph-unsupported", "the exporter writes the neuron as a node type without reference semantics"),
+    Mutant(_toy_subject("nir_weight_transposed", transposed=True), "nir_graph", "nir_graph_matches_module",
+           "nir-reference-failed", "the exporter writes the weight transposed: the graph cannot take the input"),
     Mutant(_subject("no_export_path", "quant.sign_ste", lambda ex: NoExportPath(), fixed=_SIGN),
            "onnx", "preserves_forward", "onnx-export-failed", "the layer has no path for export (it raises there)"),
+    Mutant(_subject("exports_unknown_op", "quant.sign_ste", lambda ex: ExportsUnknownOp(), fixed=_SIGN),
+           "onnx", "preserves_forward", "onnx-run-failed",
+           "the export path writes an operator of its own domain, which onnxruntime does not know"),
 )

@@ -36,6 +36,15 @@ def test_every_check_has_a_mutant():
     assert set(CHECKS) <= covered, f"checks without a mutant: {sorted(set(CHECKS) - covered)}"
 
 
+def test_every_cause_of_the_exchange_transforms_has_a_mutant():
+    """Each way a NIR or ONNX column can fail (each stage's cause) is shown by a mutant caught with that cause."""
+    from conformance.transforms import nir, onnx
+
+    causes = {cause for t in (*nir.TRANSFORMS, *onnx.TRANSFORMS) for cause in t.stage_causes_of().values()}
+    missing = causes - {m.cause for m in MUTANTS}
+    assert not missing, f"causes of the exchange transforms without a mutant: {sorted(missing)}"
+
+
 def test_every_mutant_transform_and_check_exist():
     transforms = registry.transforms()
     for m in MUTANTS:

@@ -15,6 +15,7 @@ it over ``x`` of shape ``(T, B, N)``.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from ..core.causes import TransformFailed
 from ..core.types import Known, Library, Spec, Subject
 from .harness import Context, Transform, TransformRun, build, eager, stage
 
@@ -41,14 +43,15 @@ class Exchange:
 
     dt:     the time step its exporter writes the graph for (its own default or fixed value; sinabs counts in steps).
     export: ``export(net, x) -> nir.NIRGraph`` for the library's network and the input ``(T, B, N)``.
-    load:   ``load(graph, dt, x) -> (T, B, M)``: the imported network run over ``x``; ``dt`` is the exporter's (an
-            importer without a dt parameter simulates at its own).
+    load:   ``load(graph, dt, x) -> run``: the graph imported (``dt`` is the exporter's; an importer without a dt
+            parameter simulates at its own; ``x`` gives the batch size and dtype), as ``run(x) -> (T, B, M)``, the
+            imported network over ``x``.
     """
 
     library: str
     dt: float
     export: Callable[[nn.Module, torch.Tensor], Any]
-    load: Callable[[Any, float, torch.Tensor], torch.Tensor]
+    load: Callable[[Any, float, torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]
 
 
 def _step_all(module: Callable, x: torch.Tensor) -> torch.Tensor:
@@ -81,12 +84,12 @@ def _snntorch_export(net: nn.Module, x: torch.Tensor) -> Any:
     return export_to_nir(net, x[0], ignore_dims=[0])
 
 
-def _snntorch_load(graph: Any, dt: float, x: torch.Tensor) -> torch.Tensor:
+def _snntorch_load(graph: Any, dt: float, x: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
     from snntorch.import_nir import import_from_nir
 
     module = import_from_nir(graph)  # simulates at snntorch's fixed dt (1e-4)
     reset_snntorch(module)
-    return _step_all(module, x)
+    return functools.partial(_step_all, module)
 
 
 # ------------------------------------------------------------------------------------------------ norse
@@ -96,10 +99,10 @@ def _norse_export(net: nn.Module, x: torch.Tensor) -> Any:
     return to_nir(net, x[0, 0], dt=NORSE_DT)  # an unbatched sample: a batched one leaves its batch axis in the graph
 
 
-def _norse_load(graph: Any, dt: float, x: torch.Tensor) -> torch.Tensor:
+def _norse_load(graph: Any, dt: float, x: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
     from norse.torch.utils.import_nir import from_nir
 
-    return _step_all(from_nir(graph, dt=dt), x)
+    return functools.partial(_step_all, from_nir(graph, dt=dt))
 
 
 # ------------------------------------------------------------------------------------------------ sinabs
@@ -118,11 +121,11 @@ def run_squeezed(module: Callable, x: torch.Tensor) -> torch.Tensor:
     return out.reshape(batch, steps, *out.shape[1:]).transpose(0, 1)
 
 
-def _sinabs_load(graph: Any, dt: float, x: torch.Tensor) -> torch.Tensor:
+def _sinabs_load(graph: Any, dt: float, x: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
     from sinabs.nir import from_nir
 
     # sinabs steps in units of one time step: no dt to pass
-    return run_squeezed(from_nir(graph, batch_size=x.shape[1]), x)
+    return functools.partial(run_squeezed, from_nir(graph, batch_size=x.shape[1]))
 
 
 # ------------------------------------------------------------------------------------------------ spikingjelly
@@ -136,10 +139,10 @@ def _spikingjelly_export(net: nn.Module, x: torch.Tensor) -> Any:
     return graph
 
 
-def _spikingjelly_load(graph: Any, dt: float, x: torch.Tensor) -> torch.Tensor:
+def _spikingjelly_load(graph: Any, dt: float, x: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
     from spikingjelly.activation_based.nir_exchange import import_from_nir
 
-    return _step_all(import_from_nir(graph, dt=dt, dtype=x.dtype), x)
+    return functools.partial(_step_all, import_from_nir(graph, dt=dt, dtype=x.dtype))
 
 
 #: the dt each exporter uses: snntorch's is fixed in its exporter, spikingjelly's and norse's are their defaults
@@ -247,14 +250,17 @@ class NirFindings:
 def nir_graph(ctx: Context) -> TransformRun:
     """The exported graph (through a NIR file) run by reference.nir, NIR's node equations at the exporter's dt:
     what the graph declares equals what the module computes."""
-    from reference.nir import simulate
+    from reference.nir import UnsupportedGraph, simulate
 
     module = build(ctx)
     x = ctx.input().detach()
     graph = export_through_file(ctx, module, x)
     dt = EXCHANGES[ctx.subject.library].dt
     with stage("nir_reference"):
-        meaning = simulate(graph, x.double(), dt).to(x.dtype)
+        try:
+            meaning = simulate(graph, x.double(), dt).to(x.dtype)
+        except UnsupportedGraph as unsupported:  # what NIR leaves undefined, told from the reference raising
+            raise TransformFailed("nir_unsupported", unsupported) from unsupported
     result = TransformRun(y=meaning)  # what the graph declares, judged against the module
     result.findings.nir = NirFindings(graph=describe_graph(graph), dt=dt)
     result.against = eager(ctx)
@@ -268,7 +274,9 @@ def _import_transform(name: str, target: str | None) -> Callable[[Context], Tran
         x = ctx.input().detach()
         graph = export_through_file(ctx, module, x)
         with stage("nir_import"):
-            imported = EXCHANGES[target or exporter.library].load(graph, exporter.dt, x)
+            run = EXCHANGES[target or exporter.library].load(graph, exporter.dt, x)
+        with stage("nir_run"):
+            imported = run(x)
         result = TransformRun(y=imported.detach())
         result.against = eager(ctx)
         return result
@@ -304,7 +312,7 @@ IMPORTED_BY_SINABS = Known(
            "ignored, tau read in time steps: the imported layer spikes otherwise",
     reproducer="reproducers/sinabs/nir_import_multispike_subtract.py")
 IF_IMPORTED_BY_SNNTORCH = Known(
-    "nir_to:snntorch", cause="nir-import-failed", link=_SNNTORCH_IMPORT,
+    "nir_to:snntorch", cause="nir-run-failed", link=_SNNTORCH_IMPORT,
     reason="snntorch's importer maps nir.IF to snn.Leaky(beta=0.9, init_hidden=False): a leaky neuron returning "
            "(spk, mem), which the next node of the imported graph cannot take, so running it raises",
     reproducer="reproducers/snntorch/nir_import_if_builds_leaky.py")
@@ -338,7 +346,8 @@ def _importer_findings(column: str) -> Callable[[Subject, Spec], tuple[Known, ..
 
 
 _CAUSES = {"nir_export": "nir-export-failed", "nir_file": "nir-file-changed-graph",
-           "nir_import": "nir-import-failed", "nir_reference": "nir-graph-unsupported"}
+           "nir_import": "nir-import-failed", "nir_run": "nir-run-failed", "nir_unsupported": "nir-graph-unsupported",
+           "nir_reference": "nir-reference-failed"}
 
 
 def _transform(name: str, fn: Callable[[Context], TransformRun], checks: tuple[str, ...], target: str | None,
