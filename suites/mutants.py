@@ -455,6 +455,19 @@ class NoExportPath(nn.Module):
         return quant.sign_ste(x, zero_value=1.0)
 
 
+class ExportPathWithoutReset(SpecModule):
+    """A leaky neuron whose export path (``torch.compiler.is_exporting()``) never resets the membrane: the exported
+    graph runs and spikes, and from the first spike on it spikes otherwise."""
+
+    def __init__(self, example: Example):
+        super().__init__(neurons.leaky, example.params, example.hyper)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        params = {name: getattr(self, name) for name in self.param_names}
+        hyper = dict(self.hyper, reset_mechanism="none") if torch.compiler.is_exporting() else self.hyper
+        return neurons.leaky(x, **params, **hyper)
+
+
 class ExportsUnknownOp(nn.Module):
     """A layer whose export path writes a custom operator (``mutants::Sign``) that no ONNX runtime implements."""
 
@@ -719,6 +732,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "nir-reference-failed", "the exporter writes the weight transposed: the graph cannot take the input"),
     Mutant(_subject("no_export_path", "quant.sign_ste", lambda ex: NoExportPath(), fixed=_SIGN),
            "onnx", "preserves_forward", "onnx-export-failed", "the layer has no path for export (it raises there)"),
+    Mutant(_subject("export_path_without_reset", "neuron.leaky", ExportPathWithoutReset, fixed=dict(_LEAKY),
+                    param_map={"beta": "beta", "threshold": "threshold"}),
+           "onnx", "preserves_forward", "transform-changed-forward",
+           "the neuron's export path drops the membrane reset: the exported graph spikes otherwise"),
     Mutant(_subject("exports_unknown_op", "quant.sign_ste", lambda ex: ExportsUnknownOp(), fixed=_SIGN),
            "onnx", "preserves_forward", "onnx-run-failed",
            "the export path writes an operator of its own domain, which onnxruntime does not know"),

@@ -1,7 +1,10 @@
 """Across frameworks through ONNX: the module exported and run in onnxruntime computes what the module computes.
 
 - ``onnx``: torch's exporter (``torch.onnx.export(..., dynamo=True)``, through torch.export), for the quantized ops,
-  layers and models (the specs ``quant.*``, ``layer.*``, ``packing.*``, ``model.*``).
+  layers and models and the spiking neurons and spike functions (the specs ``quant.*``, ``layer.*``, ``packing.*``,
+  ``model.*``, ``neuron.*``, ``surrogate.*``). A neuron is exported as one call over the whole sequence from rest:
+  an ONNX graph keeps no state between runs, so a neuron its users step one call at a time is exported through the
+  one-call view (its own steps in a loop), which torch.export unrolls.
 - ``brevitas_qcdq``: brevitas' own export to ONNX's QuantizeLinear/Clip/DequantizeLinear form
   (``brevitas.export.export_onnx_qcdq``), for brevitas' layers.
 
@@ -23,8 +26,8 @@ from .harness import Context, Transform, TransformRun, build, eager, stage
 
 #: where these transforms stand in the table (and the report's columns)
 ORDER = 85
-#: the spec families whose subjects are exported (spiking neurons go through NIR, transforms/nir.py)
-FAMILIES = ("quant.", "layer.", "packing.", "model.")
+#: the spec families whose subjects are exported (spiking networks also go through NIR, transforms/nir.py)
+FAMILIES = ("quant.", "layer.", "packing.", "model.", "neuron.", "surrogate.")
 
 #: installed without dependencies (onnx would pull a newer protobuf, onnxscript a newer onnx-ir); what they import is
 #: listed and pinned in constraints.txt
@@ -90,7 +93,7 @@ def brevitas_qcdq(ctx: Context) -> TransformRun:
 
 def _applies(subject: Subject, spec: Spec) -> str | None:
     if not spec.id.startswith(FAMILIES):
-        return f"{spec.id} is not a quantized op, layer or model (spiking neurons are exchanged through NIR)"
+        return f"{spec.id} is in none of the exported spec families ({', '.join(f + '*' for f in FAMILIES)})"
     return None
 
 
