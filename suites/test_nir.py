@@ -3,6 +3,7 @@ matrix (the networks' cells) and by the mutants (suites/mutants.py)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -40,6 +41,17 @@ def test_an_if_graph_integrates_r_dt_times_its_input():
                                           v_reset=torch.zeros(1).numpy()))
     x = torch.full((4, 1, 1), 0.4, dtype=torch.float64)  # v: 0.4, 0.8, 1.2 -> spike and reset, 0.4
     assert simulate(graph, x, 1e-3).flatten().tolist() == [0.0, 0.0, 1.0, 0.0]
+
+
+def test_an_li_graph_returns_the_euler_membrane_of_its_equation():
+    tau, r, v_leak = np.array([1e-2, 4e-3]), np.array([1.0, 3.0]), np.array([0.0, 0.5])
+    graph = nir.NIRGraph.from_list(nir.LI(tau=tau, r=r, v_leak=v_leak))
+    x, dt = torch.tensor([[[1.0, -2.0]], [[0.5, 0.25]], [[0.0, 1.0]]], dtype=torch.float64), 1e-3
+    v, expected = torch.as_tensor(v_leak).clone(), []
+    for x_t in x[:, 0]:  # from rest at v_leak, written out step by step
+        v = v + dt / torch.as_tensor(tau) * (torch.as_tensor(v_leak) - v + torch.as_tensor(r) * x_t)
+        expected.append(v.clone())
+    assert torch.allclose(simulate(graph, x, dt)[:, 0], torch.stack(expected), rtol=1e-12, atol=0)
 
 
 def test_a_node_without_reference_semantics_is_named():

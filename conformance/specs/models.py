@@ -67,6 +67,7 @@ SPECS = (
     Spec(id="model.image_classifier", fn=None, examples=image_examples,
          doc="A whole image classifier (logits from images); no spec, judged by transform preservation only."),
     Spec(id="model.snn_network", fn=None, examples=network_examples, time_dim=0, batch_dim=1,
-         doc="A small spiking network of one library (Linear(4, 3) + a spiking layer) over T steps: spikes "
-             "(T, B, 3) from currents (T, B, 4); judged by what exchanges (NIR) and transforms preserve."),
+         doc="A small spiking network of one library (Linear(4, 3) + a spiking layer, or + a leaky-integrator "
+             "readout) over T steps: spikes, or the readout's membrane, (T, B, 3) from currents (T, B, 4); judged by "
+             "what exchanges (NIR) and transforms preserve."),
 )

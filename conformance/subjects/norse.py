@@ -30,6 +30,7 @@ from . import Network, exchange_network, network_linear
 from ..core.types import Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
 from ..transforms.bdpy import known_tuple_output as bdpy_tuple_output
+from ..transforms.nir import LI_IMPORTED_BY_NORSE
 
 #: Installed without its declared dependencies: it declares torchvision (a CUDA torch) and imports it only for datasets;
 #: nir and nirtorch, which it imports as it loads, are declared by transforms/nir.py.
@@ -229,6 +230,18 @@ def build_lif_box_network(example: Example) -> nn.Module:
     return Network(SequentialState(linear, LIFBoxCell(params, dt=1e-3)), _run_network)
 
 
+def build_li_box_network(example: Example) -> nn.Module:
+    """Linear(4, 3) + LIBoxCell, a leaky-integrator readout (per-neuron parameters, dt 1e-3): the output is its
+    membrane potential."""
+    from norse.torch import LIBoxCell, SequentialState
+    from norse.torch.functional.leaky_integrator_box import LIBoxParameters
+
+    linear = network_linear(example)
+    ones = torch.ones(linear.out_features)
+    return Network(SequentialState(linear, LIBoxCell(LIBoxParameters(tau_mem_inv=100 * ones, v_leak=0 * ones),
+                                                     dt=1e-3)), _run_network)
+
+
 def build_iaf_network(example: Example) -> nn.Module:
     """Linear(4, 3) + IAFCell (per-neuron parameters)."""
     from norse.torch import IAFCell, SequentialState
@@ -259,6 +272,17 @@ NIR_KNOWN_IAF: tuple[Known, ...] = (
 )
 
 
+_LI_TAU = Known("nir_graph", cause="nir-graph-changed-forward", link=_NIR_EXPORT,
+                reason="norse's exporter writes LIBoxCell's time constant as tau = dt / tau_mem_inv (dt times the "
+                       "time constant, as for LIFBoxCell): the graph's readout integrates 1000 times too fast",
+                reproducer="reproducers/norse/nir_export_li_tau_times_dt.py")
+NIR_KNOWN_LI: tuple[Known, ...] = (
+    _LI_TAU, replace(_LI_TAU, transform="nir_to:sinabs", cause="transform-changed-forward"),
+    # its own round trip: the importer leaves the readout out (transforms/nir.py)
+    replace(LI_IMPORTED_BY_NORSE, transform="nir_roundtrip"),
+)
+
+
 def subjects() -> Iterator[Subject]:
     # a small network for the exchange columns (NIR): model.snn_network
     network = exchange_network(LIBRARY.name, REQUIRES)
@@ -266,6 +290,8 @@ def subjects() -> Iterator[Subject]:
                   known=NIR_KNOWN_LIF)
     yield Subject(id="norse.LinearIAFCell", spec="model.snn_network", build=build_iaf_network, **network,
                   known=NIR_KNOWN_IAF)
+    yield Subject(id="norse.LinearLIBoxCell", spec="model.snn_network", build=build_li_box_network, **network,
+                  known=NIR_KNOWN_LI)
     common = dict(library=LIBRARY.name, requires=REQUIRES)
     # lif_feed_forward_step does not detach the reset spike; method "super" ignores alpha (SuperSpike is alpha=1).
     super_fixed = {"surrogate": "fast_sigmoid", "surrogate_alpha": 1.0}

@@ -289,6 +289,18 @@ def build_lif_network(example: Example) -> nn.Module:
     return _network(example, "LIFSqueeze", tau_mem=10 * torch.ones(NETWORK_NEURONS), norm_input=False)
 
 
+def build_exp_leak_network(example: Example) -> nn.Module:
+    """Linear(4, 3) + ExpLeakSqueeze, a leaky-integrator readout (tau_mem 10 steps, no input normalisation, per-neuron
+    parameters): the output is its membrane potential."""
+    import sinabs.layers
+
+    linear = network_linear(example)
+    layer = sinabs.layers.ExpLeakSqueeze(tau_mem=10 * torch.ones(NETWORK_NEURONS), norm_input=False,
+                                         batch_size=example.x.shape[1])
+    layer.to(torch.get_default_dtype())
+    return Network(nn.Sequential(linear, layer), _run_network)
+
+
 def build_iaf_network(example: Example) -> nn.Module:
     """Linear(4, 3) + IAFSqueeze (per-neuron threshold)."""
     return _network(example, "IAFSqueeze")
@@ -307,6 +319,13 @@ NIR_KNOWN_LIF: tuple[Known, ...] = _nir_export("sinabs' exporter writes LIF's ta
                 "membrane (one step of input 1: v = 1 in the layer, dt / tau in the graph)",
                 "reproducers/sinabs/nir_export_lif_tau_in_steps.py",
                 ("nir_graph", "nir_to:norse", "nir_to:snntorch", "nir_to:spikingjelly"))
+NIR_KNOWN_EXP_LEAK: tuple[Known, ...] = (
+    Known("nir_graph", cause="nir-graph-changed-forward", link=f"{_SRC}/nir.py",
+          reason="sinabs' exporter writes ExpLeak's tau_mem (in time steps; the layer decays v by exp(-1/tau_mem) and "
+                 "adds its whole input each step) as NIR's LI tau with r = 1: NIR's equation adds dt / tau of the "
+                 "input per step (one step of input 1: v = 1 in the layer, 0.1 in the graph at dt = 1 step)",
+          reproducer="reproducers/sinabs/nir_export_exp_leak_tau_in_steps.py"),
+)
 # (into snntorch its IF import raises first: transforms/nir.py)
 NIR_KNOWN_IAF: tuple[Known, ...] = _nir_export("sinabs' exporter writes IAFSqueeze as nir.IF(r=1, v_threshold) and drops its spike and reset "
                 "functions (MultiSpike, MembraneSubtract): NIR's IF emits one spike and resets to v_reset where the "
@@ -322,6 +341,8 @@ def subjects() -> Iterator[Subject]:
                   known=NIR_KNOWN_LIF)
     yield Subject(id="sinabs.LinearIAFSqueeze", spec="model.snn_network", build=build_iaf_network, **network,
                   known=NIR_KNOWN_IAF)
+    yield Subject(id="sinabs.LinearExpLeakSqueeze", spec="model.snn_network", build=build_exp_leak_network,
+                  **network, known=NIR_KNOWN_EXP_LEAK)
     common = dict(library=LIBRARY.name, requires=REQUIRES)
     batch_major = {"time_dim": 1}
     yield Subject(id="sinabs.IAF", spec="neuron.sinabs_iaf", build=build_iaf, fixed=batch_major,

@@ -304,6 +304,7 @@ def _applies(target: str | None) -> Callable[[Subject, Spec], str | None]:
 _SINABS_NIR = "https://github.com/synsense/sinabs/blob/develop/sinabs/nir.py"
 _SNNTORCH_IMPORT = "https://github.com/jeshraghian/snntorch/blob/master/snntorch/import_nir.py"
 _NORSE_IMPORT = "https://github.com/norse/norse/blob/main/norse/torch/utils/import_nir.py"
+_SPIKINGJELLY_NIR = "https://github.com/fangwei123456/spikingjelly/tree/master/spikingjelly/activation_based/nir_exchange"
 
 IMPORTED_BY_SINABS = Known(
     "nir_to:sinabs", cause="transform-changed-forward", link=_SINABS_NIR,
@@ -327,13 +328,32 @@ LIF_WITH_R_IMPORTED_BY_NORSE = Known(
            "with r != 1 (snntorch writes r = 1 / (1 - beta)) integrates its input r times too weakly",
     reproducer="reproducers/norse/nir_import_ignores_r.py")
 
+LI_IMPORTED_BY_NORSE = Known(
+    "nir_to:norse", cause="transform-changed-forward", link=_NORSE_IMPORT,
+    reason="norse's importer has no mapping for nir.LI and leaves the leaky integrator out without a word: the "
+           "imported network returns the current into the readout, not its membrane",
+    reproducer="reproducers/norse/nir_import_drops_li.py")
+LI_IMPORTED_BY_SNNTORCH = Known(
+    "nir_to:snntorch", cause="nir-import-failed", link=_SNNTORCH_IMPORT,
+    reason="snntorch's importer has no mapping for nir.LI, NIR's readout layer: it raises on any graph holding one",
+    reproducer="reproducers/snntorch/nir_import_no_li.py")
+LI_IMPORTED_BY_SPIKINGJELLY = Known(
+    "nir_to:spikingjelly", cause="nir-import-failed", link=_SPIKINGJELLY_NIR,
+    reason="spikingjelly's importer has no mapping for nir.LI, NIR's readout layer: it raises on any graph holding "
+           "one",
+    reproducer="reproducers/spikingjelly/nir_import_no_li.py")
+#: the networks whose graphs hold a leaky-integrator readout (nir.LI)
+LI_READOUTS = ("norse.LinearLIBoxCell", "sinabs.LinearExpLeakSqueeze")
 
 IMPORTER_FINDINGS: dict[str, tuple[tuple[str, Known], ...]] = {
     "nir_to:sinabs": (("*", IMPORTED_BY_SINABS),),
     "nir_to:snntorch": (("norse.LinearIAFCell", IF_IMPORTED_BY_SNNTORCH),
                         ("sinabs.LinearIAFSqueeze", IF_IMPORTED_BY_SNNTORCH),
-                        ("spikingjelly.LinearIFNode", IF_WITH_R_IMPORTED_BY_SNNTORCH)),
-    "nir_to:norse": (("snntorch.LinearLeaky[[]*", LIF_WITH_R_IMPORTED_BY_NORSE),),
+                        ("spikingjelly.LinearIFNode", IF_WITH_R_IMPORTED_BY_SNNTORCH),
+                        *((readout, LI_IMPORTED_BY_SNNTORCH) for readout in LI_READOUTS)),
+    "nir_to:norse": (("snntorch.LinearLeaky[[]*", LIF_WITH_R_IMPORTED_BY_NORSE),
+                     *((readout, LI_IMPORTED_BY_NORSE) for readout in LI_READOUTS)),
+    "nir_to:spikingjelly": tuple((readout, LI_IMPORTED_BY_SPIKINGJELLY) for readout in LI_READOUTS),
 }
 
 
