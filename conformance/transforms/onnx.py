@@ -7,6 +7,8 @@
   one-call view (its own steps in a loop), which torch.export unrolls.
 - ``brevitas_qcdq``: brevitas' own export to ONNX's QuantizeLinear/Clip/DequantizeLinear form
   (``brevitas.export.export_onnx_qcdq``), for brevitas' layers.
+- ``brevitas_qonnx``: brevitas' export to QONNX (``brevitas.export.export_qonnx``: Quant, BipolarQuant, Trunc), run
+  by qonnx's executor (``qonnx.core.onnx_exec.execute_onnx``), for brevitas' layers.
 
 float32 on the CPU, inference only (``preserves_forward``), with the tolerance of onnxruntime's own summation order
 (core/tolerance.py). An export costs about a second, so the cells take the compiling transforms' fewer examples.
@@ -14,6 +16,7 @@ float32 on the CPU, inference only (``preserves_forward``), with the tolerance o
 
 from __future__ import annotations
 
+import fnmatch
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -21,7 +24,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..core.types import Library, Spec, Subject
+from ..core.types import Known, Library, Spec, Subject
 from .harness import Context, Transform, TransformRun, build, eager, stage
 
 #: where these transforms stand in the table (and the report's columns)
@@ -38,6 +41,10 @@ ONNXSCRIPT = Library("onnxscript", "onnxscript", "0.7.2", no_deps=True, dependen
                      gpu=False)
 #: brevitas' export manager refuses to run without it
 ONNXOPTIMIZER = Library("onnxoptimizer", "onnxoptimizer", "0.4.2", no_deps=True, gpu=False)
+#: runs QONNX graphs (its Quant/BipolarQuant/Trunc ops in Python, every standard node in onnxruntime); without
+#: dependencies (it would pull another onnx), what it imports pinned in constraints.txt
+QONNX = Library("qonnx", "qonnx", "1.0.0", no_deps=True,
+                dependencies=("attrs", "bitstring", "clize", "sigtools", "toposort"), gpu=False)
 
 
 def session(model: bytes):
@@ -56,15 +63,27 @@ def run_session(model: bytes, x: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(out)
 
 
-def exported_run(ctx: Context, export: Callable[[nn.Module, torch.Tensor], bytes]) -> TransformRun:
-    """The subject (in evaluation mode) exported by ``export(module, x) -> serialized model`` and run in
-    onnxruntime, against the eager module."""
+def run_qonnx(model: bytes, x: torch.Tensor) -> torch.Tensor:
+    """A QONNX model run by qonnx's executor (node by node: its own ops in Python, standard ones in onnxruntime)."""
+    import onnx
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.core.onnx_exec import execute_onnx
+
+    wrapper = ModelWrapper(onnx.load_from_string(model))
+    outputs = execute_onnx(wrapper, {wrapper.graph.input[0].name: x.detach().cpu().numpy()})
+    return torch.from_numpy(outputs[wrapper.graph.output[0].name])
+
+
+def exported_run(ctx: Context, export: Callable[[nn.Module, torch.Tensor], bytes],
+                 run: Callable[[bytes, torch.Tensor], torch.Tensor] = run_session) -> TransformRun:
+    """The subject (in evaluation mode) exported by ``export(module, x) -> serialized model`` and run by ``run``
+    (onnxruntime by default), against the eager module."""
     module = build(ctx).eval()
     x = ctx.input().detach()
     with stage("onnx_export"), torch.no_grad():
         model = export(module, x)
     with stage("onnx_run"):
-        y = run_session(model, x)
+        y = run(model, x)
     result = TransformRun(y=y.to(x.dtype))
     result.against = eager(ctx)
     return result
@@ -91,6 +110,21 @@ def brevitas_qcdq(ctx: Context) -> TransformRun:
     return exported_run(ctx, _qcdq_export)
 
 
+def _qonnx_export(module: nn.Module, x: torch.Tensor) -> bytes:
+    from brevitas.export import export_qonnx
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.onnx"
+        export_qonnx(module, args=x, export_path=str(path))
+        return path.read_bytes()
+
+
+def brevitas_qonnx(ctx: Context) -> TransformRun:
+    """Exported by brevitas' export_qonnx (QONNX's Quant/BipolarQuant operators) and run by qonnx's executor: the
+    output equals the layer's."""
+    return exported_run(ctx, _qonnx_export, run_qonnx)
+
+
 def _applies(subject: Subject, spec: Spec) -> str | None:
     if not spec.id.startswith(FAMILIES):
         return f"{spec.id} is in none of the exported spec families ({', '.join(f + '*' for f in FAMILIES)})"
@@ -101,6 +135,22 @@ def _brevitas_only(subject: Subject, spec: Spec) -> str | None:
     return None if subject.library == "brevitas" else "brevitas' own exporter: brevitas' layers only"
 
 
+#: qonnx's finding, on the brevitas layers whose QONNX graphs hold a standard node (QuantReLU's Relu, the layers'
+#: MatMul/Conv); graphs of QONNX's own operators alone run
+QONNX_STANDARD_NODES = Known(
+    "brevitas_qonnx", cause="onnx-run-failed",
+    link="https://github.com/fastmachinelearning/qonnx/blob/main/src/qonnx/util/basic.py",
+    reason="qonnx's executor runs each standard ONNX node in onnxruntime through a one-node model made at onnx's own "
+           "IR version (14 with onnx 1.23), which onnxruntime 1.31 refuses ('Unsupported model IR version: 14, max "
+           "supported IR version: 13'), whatever IR the exported model has (brevitas writes 10)",
+    reproducer="reproducers/qonnx/executor_node_model_ir_version.py")
+_WITH_STANDARD_NODES = ("brevitas.QuantReLU", "brevitas.QuantLinear*", "brevitas.QuantConv2d*")
+
+
+def _qonnx_findings(subject: Subject, spec: Spec) -> tuple[Known, ...]:
+    return (QONNX_STANDARD_NODES,) if any(fnmatch.fnmatchcase(subject.id, p) for p in _WITH_STANDARD_NODES) else ()
+
+
 _CAUSES = {"onnx_export": "onnx-export-failed", "onnx_run": "onnx-run-failed"}
 TRANSFORMS = (
     Transform("onnx", onnx, ("preserves_forward",), failure_cause="onnx-run-failed", devices=("cpu",),
@@ -109,4 +159,7 @@ TRANSFORMS = (
     Transform("brevitas_qcdq", brevitas_qcdq, ("preserves_forward",), failure_cause="onnx-run-failed",
               devices=("cpu",), requires=("brevitas", "onnx", "onnxruntime", "onnxscript", "onnxoptimizer"),
               compiles=True, costly=True, applies=_brevitas_only, stage_causes=_CAUSES),
+    Transform("brevitas_qonnx", brevitas_qonnx, ("preserves_forward",), failure_cause="onnx-run-failed",
+              devices=("cpu",), requires=("brevitas", "onnx", "onnxruntime", "onnxscript", "onnxoptimizer", "qonnx"),
+              compiles=True, costly=True, applies=_brevitas_only, stage_causes=_CAUSES, known=_qonnx_findings),
 )
