@@ -4,7 +4,8 @@ forward Euler at the time step ``dt`` its exporter declares. Pure PyTorch, feed-
     simulate(graph, x, dt) -> spikes/outputs of shape (T, B, ...) for x of shape (T, B, ...)
 
 Per step, with input current ``I``:
-- ``Affine``: ``W I + b``; ``Linear``: ``W I``.
+- ``Affine``: ``W I + b``; ``Linear``: ``W I``; ``Conv2d``: the 2-d cross-correlation of ``I`` (B, C, H, W) with its
+  weight, stride, padding (numbers, or "same"/"valid"), dilation and groups, plus its bias.
 - ``LIF``: ``v += dt / tau * (v_leak - v + r I)``; it spikes where ``v > v_threshold``, and there ``v = v_reset``.
 - ``IF``: ``v += dt * r * I``; spike and reset as LIF.
 - ``LI``: ``v += dt / tau * (v_leak - v + r I)``, output ``v``; ``Integrator``: ``v += dt * r * I``, output ``v``.
@@ -22,7 +23,7 @@ __all__ = ["simulate", "UnsupportedGraph"]
 
 
 class UnsupportedGraph(ValueError):
-    """A node type or graph shape this reference does not define (recurrent edges, subgraphs, convolutions)."""
+    """A node type or graph shape this reference does not define (recurrent edges, subgraphs, pooling, ...)."""
 
 
 def _param(node: Any, name: str, like: torch.Tensor, default: float | None = None) -> torch.Tensor:
@@ -59,6 +60,11 @@ def _step(node: Any, current: torch.Tensor, state: dict[str, torch.Tensor], dt: 
         weight = _param(node, "weight", current)
         out = current @ weight.transpose(-1, -2)
         return out + _param(node, "bias", current) if kind == "Affine" else out
+    if kind == "Conv2d":
+        padding = node.padding if isinstance(node.padding, str) else tuple(int(p) for p in node.padding)
+        return torch.nn.functional.conv2d(current, _param(node, "weight", current), _param(node, "bias", current),
+                                          stride=tuple(int(s) for s in node.stride), padding=padding,
+                                          dilation=tuple(int(d) for d in node.dilation), groups=int(node.groups))
     if kind in ("LIF", "IF", "LI", "Integrator"):
         r = _param(node, "r", current)
         if kind in ("LIF", "LI"):

@@ -54,6 +54,22 @@ def test_an_li_graph_returns_the_euler_membrane_of_its_equation():
     assert torch.allclose(simulate(graph, x, dt)[:, 0], torch.stack(expected), rtol=1e-12, atol=0)
 
 
+def test_a_conv2d_graph_is_the_cross_correlation_of_its_weight_and_round_trips_unchanged():
+    from conformance.transforms.nir import through_file
+
+    gen = torch.Generator().manual_seed(1)
+    weight, bias = torch.randn(2, 1, 3, 3, generator=gen).numpy(), torch.randn(2, generator=gen).numpy()
+    graph = nir.NIRGraph.from_list(nir.Conv2d(input_shape=(4, 4), weight=weight, stride=1, padding=1, dilation=1,
+                                              groups=1, bias=bias))
+    x = torch.randn(3, 2, 1, 4, 4, generator=gen, dtype=torch.float64)
+    expected = torch.stack([torch.nn.functional.conv2d(x_t, torch.as_tensor(weight).double(),
+                                                       torch.as_tensor(bias).double(), padding=1) for x_t in x])
+    assert torch.allclose(simulate(graph, x, 1e-3), expected)
+    # nir.read gives numpy scalars and arrays for the ints and tuples written: the same values, no change
+    read, changes = through_file(graph)
+    assert changes == [] and int(next(iter(n for n in read.nodes.values() if type(n).__name__ == "Conv2d")).groups) == 1
+
+
 def test_a_node_without_reference_semantics_is_named():
     graph = nir.NIRGraph.from_list(nir.Threshold(threshold=torch.ones(2).numpy()))
     with pytest.raises(UnsupportedGraph, match="Threshold"):

@@ -48,6 +48,42 @@ def network_examples(**fixed):
     return draw()
 
 
+def conv_network_examples(**fixed):
+    """Input currents ``(T, B, 1, 4, 4)`` in [0, 2) for a small convolutional spiking network (Conv2d(1, 2, 3,
+    padding=1) + a spiking layer), and the ``seed`` its weights are drawn from."""
+    cs.check_fixed(fixed, ("steps", "batch"), "model.snn_conv_network")
+
+    @st.composite
+    def draw(draw_):
+        steps = draw_(cs.hyper(fixed, "steps", st.integers(3, 8)))
+        batch = draw_(cs.hyper(fixed, "batch", st.integers(1, 2)))
+        seed = draw_(st.integers(0, 2**16))
+        import torch
+
+        gen = torch.Generator().manual_seed(seed)
+        x = 2 * torch.rand((steps, batch, *CONV_NETWORK_INPUT), generator=gen, dtype=torch.float64)
+        return Example(x, {}, {"seed": seed})
+
+    return draw()
+
+
+#: one sample of model.snn_conv_network (channels, height, width) and its Conv2d's output channels
+CONV_NETWORK_INPUT, CONV_NETWORK_CHANNELS = (1, 4, 4), 2
+
+
+def conv_network_weights(seed: int) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """The Conv2d's weight (2, 1, 3, 3) and bias (2,) of model.snn_conv_network for an example's seed: a 3x3 kernel
+    sums up to 9 inputs, so the weights are smaller than the linear network's for the neurons to spike in a fair
+    share of the steps."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed + 2)
+    weight = (torch.rand((CONV_NETWORK_CHANNELS, CONV_NETWORK_INPUT[0], 3, 3), generator=gen, dtype=torch.float64)
+              * 0.8 - 0.2)
+    bias = torch.rand((CONV_NETWORK_CHANNELS,), generator=gen, dtype=torch.float64) - 0.5
+    return weight, bias
+
+
 #: the input width of model.snn_network (its layers map 4 inputs to 3 neurons)
 NETWORK_INPUTS, NETWORK_NEURONS = 4, 3
 
@@ -70,4 +106,8 @@ SPECS = (
          doc="A small spiking network of one library (Linear(4, 3) + a spiking layer, or + a leaky-integrator "
              "readout) over T steps: spikes, or the readout's membrane, (T, B, 3) from currents (T, B, 4); judged by "
              "what exchanges (NIR) and transforms preserve."),
+    Spec(id="model.snn_conv_network", fn=None, examples=conv_network_examples, time_dim=0, batch_dim=1,
+         doc="A small convolutional spiking network of one library (Conv2d(1, 2, 3, padding=1) + a spiking layer) "
+             "over T steps: spikes (T, B, 2, 4, 4) from currents (T, B, 1, 4, 4); judged by what exchanges (NIR) "
+             "and transforms preserve."),
 )

@@ -41,6 +41,18 @@ def network_linear(example, dtype: torch.dtype | None = None) -> nn.Linear:
     return linear
 
 
+def network_conv(example) -> nn.Conv2d:
+    """The Conv2d(1, 2, 3, padding=1) of model.snn_conv_network with the example's weights."""
+    from conformance.specs.models import CONV_NETWORK_CHANNELS, CONV_NETWORK_INPUT, conv_network_weights
+
+    conv = nn.Conv2d(CONV_NETWORK_INPUT[0], CONV_NETWORK_CHANNELS, 3, padding=1)
+    weight, bias = conv_network_weights(example.hyper["seed"])
+    with torch.no_grad():
+        conv.weight.copy_(weight)
+        conv.bias.copy_(bias)
+    return conv
+
+
 def exchange_network(library: str, requires: tuple[str, ...]) -> dict:
     """The Subject fields of a library's model.snn_network: exported through NIR, float32 on the CPU, and kept to the
     eager and NIR columns (its layers' transforms are judged on their own rows)."""

@@ -26,11 +26,11 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from . import Network, exchange_network, network_linear
+from . import Network, exchange_network, network_conv, network_linear
 from ..core.types import Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
 from ..transforms.bdpy import known_tuple_output as bdpy_tuple_output
-from ..transforms.nir import LI_IMPORTED_BY_NORSE
+from ..transforms.nir import LI_IMPORTED_BY_NORSE, conv_unwritable as _conv_unwritable
 
 #: Installed without its declared dependencies: it declares torchvision (a CUDA torch) and imports it only for datasets;
 #: nir and nirtorch, which it imports as it loads, are declared by transforms/nir.py.
@@ -242,6 +242,18 @@ def build_li_box_network(example: Example) -> nn.Module:
                                                      dt=1e-3)), _run_network)
 
 
+def build_conv_iaf_network(example: Example) -> nn.Module:
+    """Conv2d(1, 2, 3, padding=1) + IAFCell (per-neuron parameters)."""
+    from norse.torch import IAFCell, SequentialState
+    from norse.torch.functional.iaf import IAFParameters
+
+    from conformance.specs.models import CONV_NETWORK_CHANNELS, CONV_NETWORK_INPUT
+
+    ones = torch.ones(CONV_NETWORK_CHANNELS, *CONV_NETWORK_INPUT[1:])
+    return Network(SequentialState(network_conv(example), IAFCell(IAFParameters(v_th=ones, v_reset=0 * ones))),
+                   _run_network)
+
+
 def build_iaf_network(example: Example) -> nn.Module:
     """Linear(4, 3) + IAFCell (per-neuron parameters)."""
     from norse.torch import IAFCell, SequentialState
@@ -290,6 +302,8 @@ def subjects() -> Iterator[Subject]:
                   known=NIR_KNOWN_LIF)
     yield Subject(id="norse.LinearIAFCell", spec="model.snn_network", build=build_iaf_network, **network,
                   known=NIR_KNOWN_IAF)
+    yield Subject(id="norse.ConvIAFCell", spec="model.snn_conv_network", build=build_conv_iaf_network, **network,
+                  known=(_conv_unwritable("norse", "reproducers/norse/nir_conv_without_input_shape.py"),))
     yield Subject(id="norse.LinearLIBoxCell", spec="model.snn_network", build=build_li_box_network, **network,
                   known=NIR_KNOWN_LI)
     common = dict(library=LIBRARY.name, requires=REQUIRES)

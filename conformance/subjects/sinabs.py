@@ -12,10 +12,10 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from . import Network, exchange_network, network_linear
+from . import Network, exchange_network, network_conv, network_linear
 from ..core.types import CallProtocol, Example, Known, Library, Subject
 from ..specs.models import NETWORK_NEURONS
-from ..transforms.nir import run_squeezed
+from ..transforms.nir import conv_unwritable, run_squeezed
 
 #: Installed without its declared dependencies: it declares samna (hardware tooling) and imports it only for chips;
 #: nir and nirtorch, which its converter imports, are declared by transforms/nir.py.
@@ -301,6 +301,18 @@ def build_exp_leak_network(example: Example) -> nn.Module:
     return Network(nn.Sequential(linear, layer), _run_network)
 
 
+def build_conv_iaf_network(example: Example) -> nn.Module:
+    """Conv2d(1, 2, 3, padding=1) + IAFSqueeze (per-neuron threshold)."""
+    import sinabs.layers
+
+    from conformance.specs.models import CONV_NETWORK_CHANNELS, CONV_NETWORK_INPUT
+
+    layer = sinabs.layers.IAFSqueeze(spike_threshold=torch.ones(CONV_NETWORK_CHANNELS, *CONV_NETWORK_INPUT[1:]),
+                                     batch_size=example.x.shape[1])
+    layer.to(torch.get_default_dtype())
+    return Network(nn.Sequential(network_conv(example), layer), _run_network)
+
+
 def build_iaf_network(example: Example) -> nn.Module:
     """Linear(4, 3) + IAFSqueeze (per-neuron threshold)."""
     return _network(example, "IAFSqueeze")
@@ -341,6 +353,8 @@ def subjects() -> Iterator[Subject]:
                   known=NIR_KNOWN_LIF)
     yield Subject(id="sinabs.LinearIAFSqueeze", spec="model.snn_network", build=build_iaf_network, **network,
                   known=NIR_KNOWN_IAF)
+    yield Subject(id="sinabs.ConvIAFSqueeze", spec="model.snn_conv_network", build=build_conv_iaf_network,
+                  **network, known=(conv_unwritable("sinabs", "reproducers/sinabs/nir_conv_without_input_shape.py"),))
     yield Subject(id="sinabs.LinearExpLeakSqueeze", spec="model.snn_network", build=build_exp_leak_network,
                   **network, known=NIR_KNOWN_EXP_LEAK)
     common = dict(library=LIBRARY.name, requires=REQUIRES)

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 from torch import nn
 
-from . import Network, exchange_network, network_linear
+from . import Network, exchange_network, network_conv, network_linear
 from ..core.types import CallProtocol, Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
 from ..transforms.nir import reset_snntorch
@@ -544,6 +544,19 @@ def build_network(reset: str):
     return build
 
 
+def build_conv_network(example: Example) -> nn.Module:
+    """Conv2d(1, 2, 3, padding=1) + Leaky (init_hidden, reset to zero, beta 0.8 and threshold 1 per neuron)."""
+    import snntorch as snn
+
+    from conformance.specs.models import CONV_NETWORK_CHANNELS, CONV_NETWORK_INPUT
+
+    conv = network_conv(example)
+    shape = (CONV_NETWORK_CHANNELS, *CONV_NETWORK_INPUT[1:])
+    leaky = snn.Leaky(beta=torch.full(shape, 0.8), threshold=torch.ones(shape), init_hidden=True,
+                      reset_mechanism="zero")
+    return Network(nn.Sequential(conv, leaky), _run_network)
+
+
 #: findings of the NIR exchange (docs/nir.md)
 _DROPS_SUBTRACT = Known(
     "nir_*", cause="transform-changed-forward", also=("nir-graph-changed-forward",), link=f"{SOURCE}/export_nir.py",
@@ -560,6 +573,7 @@ def subjects() -> Iterator[Subject]:
     for reset in ("subtract", "zero"):
         yield Subject(id=f"snntorch.LinearLeaky[{reset}]", spec="model.snn_network", build=build_network(reset),
                       **network, known=NIR_KNOWN.get(reset, ()))
+    yield Subject(id="snntorch.ConvLeaky[zero]", spec="model.snn_conv_network", build=build_conv_network, **network)
     # reset_delay is fixed per subject (snntorch's default True, except one variant): with reset_delay=False snntorch
     # branches on a tensor buffer, which decides compile/export cells, so a drawn flag would make them flaky.
     yield _neuron("Leaky[subtract]", "neuron.leaky", build_leaky(),

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from . import Network, exchange_network, network_linear
+from . import Network, exchange_network, network_conv, network_linear
 from ..core.types import CallProtocol, Example, Known, Library, Subject
 from ..transforms.bdpy import known_stepped as bdpy_stepped
 
@@ -234,6 +234,17 @@ def build_network(node_type: str, **kwargs):
     return build
 
 
+def build_conv_network(example: Example) -> nn.Module:
+    """layer.Conv2d(1, 2, 3, padding=1) + a single-step IFNode (v_threshold 1, v_reset 0)."""
+    from spikingjelly.activation_based import layer, neuron
+
+    conv = network_conv(example)
+    sj_conv = layer.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, padding=conv.padding)
+    sj_conv.load_state_dict(conv.state_dict())
+    return Network(nn.Sequential(sj_conv, neuron.IFNode(v_threshold=1.0, v_reset=0.0, step_mode="s")),
+                   _run_network)
+
+
 def subjects() -> Iterator[Subject]:
     # a small network for the exchange columns (NIR): model.snn_network
     network = exchange_network(LIBRARY.name, REQUIRES)
@@ -241,6 +252,7 @@ def subjects() -> Iterator[Subject]:
                   build=build_network("LIFNode", tau=2.0, decay_input=True), **network)
     yield Subject(id="spikingjelly.LinearIFNode", spec="model.snn_network", build=build_network("IFNode"),
                   **network)
+    yield Subject(id="spikingjelly.ConvIFNode", spec="model.snn_conv_network", build=build_conv_network, **network)
     common = dict(library=LIBRARY.name, requires=REQUIRES)
     for step_mode in ("s", "m"):
         # single-step nodes are stepped over time by the adapter (called T times per forward): bdpy pairs by position

@@ -201,8 +201,14 @@ def parameters(node: Any) -> dict[str, torch.Tensor]:
     for key, value in vars(node).items():
         if key.startswith("_") or key in ("input_type", "output_type", "metadata"):
             continue
-        if isinstance(value, (np.ndarray, torch.Tensor, float, int)) and not isinstance(value, bool):
-            found[key] = torch.as_tensor(np.asarray(value, dtype=np.float64))
+        # numbers of every kind: nir.read gives numpy scalars and arrays where a graph was built with ints and tuples
+        # (a Conv2d's groups, stride); equal values compare equal whatever their container
+        if isinstance(value, (np.ndarray, np.number, torch.Tensor, float, int, tuple, list)) and \
+                not isinstance(value, bool):
+            try:
+                found[key] = torch.as_tensor(np.asarray(value, dtype=np.float64))
+            except (TypeError, ValueError):  # not numbers (e.g. a padding of "same")
+                continue
     return found
 
 
@@ -304,6 +310,7 @@ def _applies(target: str | None) -> Callable[[Subject, Spec], str | None]:
 _SINABS_NIR = "https://github.com/synsense/sinabs/blob/develop/sinabs/nir.py"
 _SNNTORCH_IMPORT = "https://github.com/jeshraghian/snntorch/blob/master/snntorch/import_nir.py"
 _NORSE_IMPORT = "https://github.com/norse/norse/blob/main/norse/torch/utils/import_nir.py"
+_CONV_WRITE = "https://github.com/neuromorphs/NIR/blob/main/nir/serialization.py"
 _SPIKINGJELLY_NIR = "https://github.com/fangwei123456/spikingjelly/tree/master/spikingjelly/activation_based/nir_exchange"
 
 IMPORTED_BY_SINABS = Known(
@@ -342,16 +349,35 @@ LI_IMPORTED_BY_SPIKINGJELLY = Known(
     reason="spikingjelly's importer has no mapping for nir.LI, NIR's readout layer: it raises on any graph holding "
            "one",
     reproducer="reproducers/spikingjelly/nir_import_no_li.py")
+LIF_WITH_DIMENSIONS_IMPORTED_BY_SINABS = Known(
+    "nir_to:sinabs", cause="nir-import-failed", link=_SINABS_NIR,
+    reason="sinabs' importer checks a LIF's v_leak with Python's any() (`if any(node.v_leak) != 0`), which raises "
+           "('The truth value of an array with more than one element is ambiguous') on parameters of more than one "
+           "dimension, as every convolutional layer's neurons have",
+    reproducer="reproducers/sinabs/nir_import_lif_multidimensional.py")
+
+
+def conv_unwritable(library: str, reproducer: str) -> Known:
+    """A library whose exporter writes nir.Conv2d without its input shape, which nir.write cannot store."""
+    return Known("nir_*", cause="nir-file-changed-graph", link=_CONV_WRITE,
+                 reason=f"{library}'s exporter writes nir.Conv2d with input_shape=None, which nir.write (nir 1.0.8) "
+                        "cannot store in the HDF5 file (h5py: 'One of data, shape or dtype must be specified'): the "
+                        "graph of any convolutional network cannot be saved",
+                 reproducer=reproducer)
+
+
 #: the networks whose graphs hold a leaky-integrator readout (nir.LI)
 LI_READOUTS = ("norse.LinearLIBoxCell", "sinabs.LinearExpLeakSqueeze")
 
 IMPORTER_FINDINGS: dict[str, tuple[tuple[str, Known], ...]] = {
-    "nir_to:sinabs": (("*", IMPORTED_BY_SINABS),),
+    "nir_to:sinabs": (("snntorch.ConvLeaky[[]*", LIF_WITH_DIMENSIONS_IMPORTED_BY_SINABS), ("*", IMPORTED_BY_SINABS)),
     "nir_to:snntorch": (("norse.LinearIAFCell", IF_IMPORTED_BY_SNNTORCH),
                         ("sinabs.LinearIAFSqueeze", IF_IMPORTED_BY_SNNTORCH),
                         ("spikingjelly.LinearIFNode", IF_WITH_R_IMPORTED_BY_SNNTORCH),
+                        ("spikingjelly.ConvIFNode", IF_WITH_R_IMPORTED_BY_SNNTORCH),
                         *((readout, LI_IMPORTED_BY_SNNTORCH) for readout in LI_READOUTS)),
     "nir_to:norse": (("snntorch.LinearLeaky[[]*", LIF_WITH_R_IMPORTED_BY_NORSE),
+                     ("snntorch.ConvLeaky[[]*", LIF_WITH_R_IMPORTED_BY_NORSE),
                      *((readout, LI_IMPORTED_BY_NORSE) for readout in LI_READOUTS)),
     "nir_to:spikingjelly": tuple((readout, LI_IMPORTED_BY_SPIKINGJELLY) for readout in LI_READOUTS),
 }
