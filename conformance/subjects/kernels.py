@@ -101,13 +101,12 @@ _NO_ONNX = Known("onnx", cause="onnx-export-failed", link="https://pytorch.org/d
                  reproducer="reproducers/kernels/onnx_custom_op_no_translation.py")
 
 
-def _known(*, differentiable: bool = True, onnx: bool = False) -> tuple[Known, ...]:
-    """``onnx``: a quantized op (the onnx column applies to it, transforms/onnx.py)."""
-    exported = (_NO_ONNX,) if onnx else ()
+def _known(*, differentiable: bool = True) -> tuple[Known, ...]:
+    """Every kernel's entries: no ONNX translation (the onnx column applies to each of them), and no jvp."""
     if not differentiable:  # integer words (bit packing): there is no jvp to ask for
-        return exported
+        return (_NO_ONNX,)
     return (Known("jvp", cause="jvp-unsupported", reason=_NO_JVP, link=_FUNCTION,
-                  reproducer="reproducers/kernels/jvp_autograd_function_without_jvp.py"), *exported)
+                  reproducer="reproducers/kernels/jvp_autograd_function_without_jvp.py"), _NO_ONNX)
 
 
 #: Inapplicable by design, for every kernel subject.
@@ -126,16 +125,16 @@ def subjects() -> Iterator[Subject]:
     common = dict(library=LIBRARY, requires=REQUIRES, devices=_devices(), not_applicable=NOT_APPLICABLE,
                   examples_scale={"cpu": 0.4})
     yield Subject(id="kernels.pack_signs", spec="packing.pack_signs", build=_build_pack,
-                  fixed={"word_bits": 32}, known=_known(differentiable=False, onnx=True), **common)
+                  fixed={"word_bits": 32}, known=_known(differentiable=False), **common)
     yield Subject(id="kernels.binary_matmul", spec="packing.binary_matmul", build=_build_matmul,
                   fixed={"word_bits": 32, "bit_order": "lsb", "zero_value": _ZERO_VALUES}, param_map={"w": "w"},
-                  known=_known(onnx=True), **common)
+                  known=_known(), **common)
     yield Subject(id="kernels.binary_linear", spec="layer.binary_linear", build=_build_linear,
                   fixed={"input_quant": _BINARY_INPUTS, "zero_value": _ZERO_VALUES, "bias": True},
-                  param_map={"weight": "weight", "bias": "bias"}, known=_known(onnx=True), **common)
+                  param_map={"weight": "weight", "bias": "bias"}, known=_known(), **common)
     yield Subject(id="kernels.binary_conv2d", spec="layer.binary_conv2d", build=_build_conv,
                   fixed={"input_quant": _BINARY_INPUTS, "zero_value": _ZERO_VALUES, "bias": True},
-                  param_map={"weight": "weight", "bias": "bias"}, known=_known(onnx=True), **common)
+                  param_map={"weight": "weight", "bias": "bias"}, known=_known(), **common)
     yield Subject(id="kernels.leaky", spec="neuron.leaky", build=_build_leaky,
                   param_map={"beta": "beta", "threshold": "threshold", "graded_spikes_factor": "graded_spikes_factor"},
                   known=_known(), **common)

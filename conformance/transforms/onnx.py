@@ -85,7 +85,9 @@ def exported_run(ctx: Context, export: Callable[[nn.Module, torch.Tensor], bytes
     with stage("onnx_run"):
         y = run(model, x)
     result = TransformRun(y=y.to(x.dtype))
-    result.against = eager(ctx)
+    # an export is of the evaluation-mode module: judged against the eager module in evaluation mode (a layer whose
+    # training-mode forward differs, e.g. brevitas' scales from the batch's statistics, is not the export's subject)
+    result.against = eager(ctx, build(ctx).eval())
     return result
 
 
