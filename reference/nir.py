@@ -9,7 +9,11 @@ Per step, with input current ``I``:
 - ``LIF``: ``v += dt / tau * (v_leak - v + r I)``; it spikes where ``v > v_threshold``, and there ``v = v_reset``.
 - ``IF``: ``v += dt * r * I``; spike and reset as LIF.
 - ``LI``: ``v += dt / tau * (v_leak - v + r I)``, output ``v``; ``Integrator``: ``v += dt * r * I``, output ``v``.
-A neuron starts at rest: ``v_leak`` (LIF, LI), ``v_reset`` (IF), 0 (Integrator). ``v_reset`` is 0 where a graph
+- ``CubaLIF``: its synapse, then its membrane, each stepped as the nodes above in a chain (an LI synapse feeding a
+  LIF): ``i += dt / tau_syn * (-i + w_in I)``, then ``v += dt / tau_mem * (v_leak - v + r i)`` with the new ``i``;
+  spike and reset as LIF. (NIR states the two equations, not their order within a step; this is the order a graph
+  of an LI node feeding a LIF node has.)
+A neuron starts at rest: ``v_leak`` (LIF, LI, CubaLIF, whose synapse starts at 0), ``v_reset`` (IF), 0 (Integrator). ``v_reset`` is 0 where a graph
 written before NIR 1.0.6 has none.
 """
 
@@ -52,6 +56,13 @@ def _order(graph: Any) -> list[tuple[str, list[str]]]:
     return [(name, inputs[name]) for name in ordered]
 
 
+def _fire(node: Any, v: torch.Tensor, state: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Spikes where ``v > v_threshold``; there ``v`` becomes ``v_reset`` (kept in ``state``)."""
+    spikes = v > _param(node, "v_threshold", v)
+    state["v"] = torch.where(spikes, _param(node, "v_reset", v, 0.0) + torch.zeros_like(v), v)
+    return spikes.to(v.dtype)
+
+
 def _step(node: Any, current: torch.Tensor, state: dict[str, torch.Tensor], dt: float) -> torch.Tensor:
     kind = type(node).__name__
     if kind in ("Input", "Output"):
@@ -65,6 +76,14 @@ def _step(node: Any, current: torch.Tensor, state: dict[str, torch.Tensor], dt: 
         return torch.nn.functional.conv2d(current, _param(node, "weight", current), _param(node, "bias", current),
                                           stride=tuple(int(s) for s in node.stride), padding=padding,
                                           dilation=tuple(int(d) for d in node.dilation), groups=int(node.groups))
+    if kind == "CubaLIF":
+        i = state.get("i", torch.zeros_like(current))
+        i = i + dt / _param(node, "tau_syn", current) * (-i + _param(node, "w_in", current, 1.0) * current)
+        state["i"] = i
+        tau, v_leak = _param(node, "tau_mem", current), _param(node, "v_leak", current)
+        v = state.get("v", torch.zeros_like(current) + v_leak)
+        v = v + dt / tau * (v_leak - v + _param(node, "r", current) * i)
+        return _fire(node, v, state)
     if kind in ("LIF", "IF", "LI", "Integrator"):
         r = _param(node, "r", current)
         if kind in ("LIF", "LI"):
@@ -78,9 +97,7 @@ def _step(node: Any, current: torch.Tensor, state: dict[str, torch.Tensor], dt: 
         if kind in ("LI", "Integrator"):
             state["v"] = v
             return v
-        spikes = v > _param(node, "v_threshold", current)
-        state["v"] = torch.where(spikes, _param(node, "v_reset", current, 0.0) + torch.zeros_like(v), v)
-        return spikes.to(current.dtype)
+        return _fire(node, v, state)
     raise UnsupportedGraph(f"no reference semantics for NIR node type {kind}")
 
 

@@ -549,7 +549,7 @@ def _toy_network(example: Example) -> nn.Module:
 def _toy_export(tau_unit: float, scalar_params: bool = False, neuron: str = "LIF", transposed: bool = False):
     """``scalar_params``: the LIF's parameters written once for all its neurons (0-d arrays, as norse's and sinabs'
     exporters write scalar parameters), unchecked: the file cannot be read back (nir.read infers the types).
-    ``neuron``: the NIR node type the neuron is written as (``CubaLIF``: one the reference defines no semantics for).
+    ``neuron``: the NIR node type the neuron is written as (``Threshold``: one the reference defines no semantics for).
     ``transposed``: the weight written as (in, out), so the graph declares 3 inputs where the network takes 4."""
     def export(net: ToyLifNet, x: torch.Tensor):
         import nir
@@ -560,9 +560,8 @@ def _toy_export(tau_unit: float, scalar_params: bool = False, neuron: str = "LIF
         if transposed:
             weight, bias = weight.T.copy(), bias[:1].repeat(weight.shape[1])
             params = {k: v[:1].repeat(weight.shape[0]) for k, v in params.items()}
-        if neuron == "CubaLIF":
-            params = dict(tau_mem=params["tau"], tau_syn=params["tau"], r=params["r"], v_leak=params["v_leak"],
-                          v_threshold=params["v_threshold"], v_reset=params["v_reset"])
+        if neuron == "Threshold":
+            params = dict(threshold=params["v_threshold"])
         if not scalar_params:
             return nir.NIRGraph.from_list(nir.Affine(weight=weight, bias=bias), getattr(nir, neuron)(**params))
         nodes = {"input": nir.Input(input_type={"input": torch.tensor(weight.shape[1:]).numpy()}),
@@ -726,7 +725,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "nir-import-failed", "the importer raises on the graph"),
     Mutant(_toy_subject("nir_imported_raises", runs=False), "nir_roundtrip", "preserves_forward",
            "nir-run-failed", "the imported network raises when run"),
-    Mutant(_toy_subject("nir_cuba_lif", neuron="CubaLIF"), "nir_graph", "nir_graph_matches_module",
+    Mutant(_toy_subject("nir_threshold_node", neuron="Threshold"), "nir_graph", "nir_graph_matches_module",
            "nir-graph-unsupported", "the exporter writes the neuron as a node type without reference semantics"),
     Mutant(_toy_subject("nir_weight_transposed", transposed=True), "nir_graph", "nir_graph_matches_module",
            "nir-reference-failed", "the exporter writes the weight transposed: the graph cannot take the input"),

@@ -54,6 +54,22 @@ def test_an_li_graph_returns_the_euler_membrane_of_its_equation():
     assert torch.allclose(simulate(graph, x, dt)[:, 0], torch.stack(expected), rtol=1e-12, atol=0)
 
 
+def test_a_cubalif_graph_steps_its_synapse_then_its_membrane():
+    params = dict(tau_syn=np.array([2e-3]), tau_mem=np.array([5e-3]), r=np.array([2.0]), v_leak=np.array([0.1]),
+                  v_threshold=np.array([0.3]), v_reset=np.array([-0.1]), w_in=np.array([3.0]))
+    graph = nir.NIRGraph.from_list(nir.CubaLIF(**params))
+    x, dt = torch.tensor([0.5, 1.0, 0.0, 0.0, 2.0], dtype=torch.float64).view(5, 1, 1), 1e-3
+    p = {k: float(v[0]) for k, v in params.items()}
+    i, v, expected = 0.0, p["v_leak"], []
+    for x_t in x.flatten().tolist():  # written out step by step: the synapse first, the membrane with the new current
+        i = i + dt / p["tau_syn"] * (-i + p["w_in"] * x_t)
+        v = v + dt / p["tau_mem"] * (p["v_leak"] - v + p["r"] * i)
+        expected.append(float(v > p["v_threshold"]))
+        v = p["v_reset"] if v > p["v_threshold"] else v
+    got = simulate(graph, x, dt).flatten().tolist()
+    assert got == expected and 0 < sum(got) < len(got)
+
+
 def test_a_conv2d_graph_is_the_cross_correlation_of_its_weight_and_round_trips_unchanged():
     from conformance.transforms.nir import through_file
 

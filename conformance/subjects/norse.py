@@ -242,6 +242,19 @@ def build_li_box_network(example: Example) -> nn.Module:
                                                      dt=1e-3)), _run_network)
 
 
+def build_lif_network(example: Example) -> nn.Module:
+    """Linear(4, 3) + LIFCell, norse's current-based LIF (its default parameters per neuron: tau_syn_inv 200,
+    tau_mem_inv 100, v_th 1, v_leak = v_reset = 0; dt 1e-3)."""
+    from norse.torch import LIFCell, SequentialState
+    from norse.torch.functional.lif import LIFParameters
+
+    linear = network_linear(example)
+    ones = torch.ones(linear.out_features)
+    params = LIFParameters(tau_syn_inv=200 * ones, tau_mem_inv=100 * ones, v_leak=0 * ones, v_th=ones,
+                           v_reset=0 * ones)
+    return Network(SequentialState(linear, LIFCell(params, dt=1e-3)), _run_network)
+
+
 def build_conv_iaf_network(example: Example) -> nn.Module:
     """Conv2d(1, 2, 3, padding=1) + IAFCell (per-neuron parameters)."""
     from norse.torch import IAFCell, SequentialState
@@ -284,6 +297,17 @@ NIR_KNOWN_IAF: tuple[Known, ...] = (
 )
 
 
+_LIF_CELL_TAU = Known(
+    "nir_graph", cause="nir-graph-changed-forward", link=_NIR_EXPORT,
+    reason="norse's exporter writes LIFCell's time constants as tau_syn = dt / tau_syn_inv and tau_mem = dt / "
+           "tau_mem_inv (dt times each, as for LIFBoxCell): the graph's neuron is 1000 times too fast, norse's "
+           "importer inverts it to other time constants, and spikingjelly refuses it (time constants below dt)",
+    reproducer="reproducers/norse/nir_export_lif_cell_tau_times_dt.py")
+NIR_KNOWN_LIF_CELL: tuple[Known, ...] = (
+    _LIF_CELL_TAU, *(replace(_LIF_CELL_TAU, transform=column, cause="transform-changed-forward")
+                     for column in ("nir_roundtrip", "nir_to:sinabs")),
+    replace(_LIF_CELL_TAU, transform="nir_to:spikingjelly", cause="nir-import-failed"),
+)
 _LI_TAU = Known("nir_graph", cause="nir-graph-changed-forward", link=_NIR_EXPORT,
                 reason="norse's exporter writes LIBoxCell's time constant as tau = dt / tau_mem_inv (dt times the "
                        "time constant, as for LIFBoxCell): the graph's readout integrates 1000 times too fast",
@@ -302,6 +326,8 @@ def subjects() -> Iterator[Subject]:
                   known=NIR_KNOWN_LIF)
     yield Subject(id="norse.LinearIAFCell", spec="model.snn_network", build=build_iaf_network, **network,
                   known=NIR_KNOWN_IAF)
+    yield Subject(id="norse.LinearLIFCell", spec="model.snn_network", build=build_lif_network, **network,
+                  known=NIR_KNOWN_LIF_CELL)
     yield Subject(id="norse.ConvIAFCell", spec="model.snn_conv_network", build=build_conv_iaf_network, **network,
                   known=(_conv_unwritable("norse", "reproducers/norse/nir_conv_without_input_shape.py"),))
     yield Subject(id="norse.LinearLIBoxCell", spec="model.snn_network", build=build_li_box_network, **network,

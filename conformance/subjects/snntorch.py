@@ -544,6 +544,17 @@ def build_network(reset: str):
     return build
 
 
+def build_synaptic_network(example: Example) -> nn.Module:
+    """Linear(4, 3) + Synaptic (init_hidden, alpha 0.5, beta 0.8, threshold 1 per neuron, reset to zero)."""
+    import snntorch as snn
+
+    linear = network_linear(example)
+    n = linear.out_features
+    synaptic = snn.Synaptic(alpha=torch.full((n,), 0.5), beta=torch.full((n,), 0.8), threshold=torch.ones(n),
+                            init_hidden=True, reset_mechanism="zero")
+    return Network(nn.Sequential(linear, synaptic), _run_network)
+
+
 def build_conv_network(example: Example) -> nn.Module:
     """Conv2d(1, 2, 3, padding=1) + Leaky (init_hidden, reset to zero, beta 0.8 and threshold 1 per neuron)."""
     import snntorch as snn
@@ -565,6 +576,13 @@ _DROPS_SUBTRACT = Known(
            "where the layer subtracts the threshold",
     reproducer="reproducers/snntorch/nir_export_drops_subtract_reset.py")
 NIR_KNOWN: dict[str, tuple[Known, ...]] = {"subtract": (_DROPS_SUBTRACT,)}
+_SYNAPTIC_ZERO_RESET = Known(
+    "nir_*", cause="transform-changed-forward", also=("nir-graph-changed-forward",), link=f"{SOURCE}/export_nir.py",
+    reason="Synaptic's zero reset (delayed, the default) subtracts the whole new membrane in the step after a spike "
+           "(`mem -= base_fn_mem * reset`), dropping that step's synaptic current; the exported nir.CubaLIF resets at "
+           "the spike and integrates the next step's current, as NIR declares, and so does every importer, "
+           "snntorch's own included: the graph spikes where the layer does not",
+    reproducer="reproducers/snntorch/nir_export_synaptic_zero_reset_drops_input.py")
 
 
 def subjects() -> Iterator[Subject]:
@@ -573,6 +591,8 @@ def subjects() -> Iterator[Subject]:
     for reset in ("subtract", "zero"):
         yield Subject(id=f"snntorch.LinearLeaky[{reset}]", spec="model.snn_network", build=build_network(reset),
                       **network, known=NIR_KNOWN.get(reset, ()))
+    yield Subject(id="snntorch.LinearSynaptic[zero]", spec="model.snn_network", build=build_synaptic_network,
+                  **network, known=(_SYNAPTIC_ZERO_RESET,))
     yield Subject(id="snntorch.ConvLeaky[zero]", spec="model.snn_conv_network", build=build_conv_network, **network)
     # reset_delay is fixed per subject (snntorch's default True, except one variant): with reset_delay=False snntorch
     # branches on a tensor buffer, which decides compile/export cells, so a drawn flag would make them flaky.

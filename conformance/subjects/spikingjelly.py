@@ -252,6 +252,8 @@ def subjects() -> Iterator[Subject]:
                   build=build_network("LIFNode", tau=2.0, decay_input=True), **network)
     yield Subject(id="spikingjelly.LinearIFNode", spec="model.snn_network", build=build_network("IFNode"),
                   **network)
+    yield Subject(id="spikingjelly.LinearParametricLIFNode", spec="model.snn_network",
+                  build=build_network("ParametricLIFNode", init_tau=2.0, decay_input=True), **network)
     yield Subject(id="spikingjelly.ConvIFNode", spec="model.snn_conv_network", build=build_conv_network, **network)
     common = dict(library=LIBRARY.name, requires=REQUIRES)
     for step_mode in ("s", "m"):

@@ -335,6 +335,11 @@ LIF_WITH_R_IMPORTED_BY_NORSE = Known(
            "with r != 1 (snntorch writes r = 1 / (1 - beta)) integrates its input r times too weakly",
     reproducer="reproducers/norse/nir_import_ignores_r.py")
 
+CUBA_LIF_R_IMPORTED_BY_SNNTORCH = Known(
+    "nir_to:snntorch", cause="nir-import-failed", link=_SNNTORCH_IMPORT,
+    reason="snntorch's importer asserts r == tau_mem / 1e-4 for nir.CubaLIF (its own exporter's convention at its "
+           "fixed dt): a current-based LIF written otherwise (norse writes r = 1) cannot be imported",
+    reproducer="reproducers/snntorch/nir_import_cubalif_refuses_r.py")
 LI_IMPORTED_BY_NORSE = Known(
     "nir_to:norse", cause="transform-changed-forward", link=_NORSE_IMPORT,
     reason="norse's importer has no mapping for nir.LI and leaves the leaky integrator out without a word: the "
@@ -375,6 +380,7 @@ IMPORTER_FINDINGS: dict[str, tuple[tuple[str, Known], ...]] = {
                         ("sinabs.LinearIAFSqueeze", IF_IMPORTED_BY_SNNTORCH),
                         ("spikingjelly.LinearIFNode", IF_WITH_R_IMPORTED_BY_SNNTORCH),
                         ("spikingjelly.ConvIFNode", IF_WITH_R_IMPORTED_BY_SNNTORCH),
+                        ("norse.LinearLIFCell", CUBA_LIF_R_IMPORTED_BY_SNNTORCH),
                         *((readout, LI_IMPORTED_BY_SNNTORCH) for readout in LI_READOUTS)),
     "nir_to:norse": (("snntorch.LinearLeaky[[]*", LIF_WITH_R_IMPORTED_BY_NORSE),
                      ("snntorch.ConvLeaky[[]*", LIF_WITH_R_IMPORTED_BY_NORSE),
