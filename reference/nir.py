@@ -1,5 +1,5 @@
 """What a NIR graph means: its nodes' declared dynamics (https://neuroir.org/docs/primitives.html), stepped with
-forward Euler at the time step ``dt`` its exporter declares. Pure PyTorch, feed-forward graphs.
+forward Euler at the time step ``dt`` its exporter declares. Pure PyTorch.
 
     simulate(graph, x, dt) -> spikes/outputs of shape (T, B, ...) for x of shape (T, B, ...)
 
@@ -13,8 +13,12 @@ Per step, with input current ``I``:
   LIF): ``i += dt / tau_syn * (-i + w_in I)``, then ``v += dt / tau_mem * (v_leak - v + r i)`` with the new ``i``;
   spike and reset as LIF. (NIR states the two equations, not their order within a step; this is the order a graph
   of an LI node feeding a LIF node has.)
-A neuron starts at rest: ``v_leak`` (LIF, LI, CubaLIF, whose synapse starts at 0), ``v_reset`` (IF), 0 (Integrator). ``v_reset`` is 0 where a graph
-written before NIR 1.0.6 has none.
+A neuron starts at rest: ``v_leak`` (LIF, LI, CubaLIF, whose synapse starts at 0), ``v_reset`` (IF), 0
+(Integrator). ``v_reset`` is 0 where a graph written before NIR 1.0.6 has none.
+
+Recurrent graphs: an edge that closes a cycle (found depth-first from the input node) delivers its source's output of
+the previous step; before the first step an Affine source delivers its bias (its input, a neuron at rest, is 0) and
+any other source 0.
 """
 
 from __future__ import annotations
@@ -39,21 +43,49 @@ def _param(node: Any, name: str, like: torch.Tensor, default: float | None = Non
     return torch.as_tensor(value, dtype=like.dtype, device=like.device)
 
 
-def _order(graph: Any) -> list[tuple[str, list[str]]]:
-    """The nodes in an order where every node comes after its inputs, each with its inputs."""
+def _order(graph: Any) -> list[tuple[str, list[str], list[str]]]:
+    """The nodes in an order where every node comes after its inputs, each with its inputs and its delayed inputs:
+    an edge that closes a cycle (found depth-first from the input node) delivers its source's output of the step
+    before, as a recurrent connection does."""
     def base(port: str) -> str:
         return port if port in graph.nodes else port.split(".")[0]
 
     inputs: dict[str, list[str]] = {name: [] for name in graph.nodes}
+    outgoing: dict[str, list[str]] = {name: [] for name in graph.nodes}
     for source, target in graph.edges:
         inputs[base(target)].append(base(source))
+        outgoing[base(source)].append(base(target))
+    delayed: set[tuple[str, str]] = set()
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> None:
+        path.append(node)
+        for target in sorted(outgoing[node]):
+            if target in path:
+                delayed.add((node, target))
+            elif target not in done:
+                visit(target, path)
+        path.pop()
+        done.add(node)
+
+    for entry in sorted(n for n in inputs if not inputs[n]):
+        visit(entry, [])
+    direct = {n: [s for s in srcs if (s, n) not in delayed] for n, srcs in inputs.items()}
     ordered: list[str] = []
     while len(ordered) < len(inputs):
-        ready = [n for n in inputs if n not in ordered and all(src in ordered for src in inputs[n])]
+        ready = [n for n in inputs if n not in ordered and all(src in ordered for src in direct[n])]
         if not ready:
-            raise UnsupportedGraph("the graph has a cycle (recurrent edges)")
+            raise UnsupportedGraph("the graph has a cycle the input does not reach")
         ordered.extend(sorted(ready))
-    return [(name, inputs[name]) for name in ordered]
+    return [(n, direct[n], [s for s in inputs[n] if (s, n) in delayed]) for n in ordered]
+
+
+def _at_rest(node: Any, like: torch.Tensor) -> torch.Tensor:
+    """What a recurrent edge's source delivers before the first step: the output of an Affine node for neurons at
+    rest (no spike) is its bias; every other node's is 0."""
+    if type(node).__name__ == "Affine":
+        return _param(node, "bias", like)
+    return torch.zeros((), dtype=like.dtype, device=like.device)
 
 
 def _fire(node: Any, v: torch.Tensor, state: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -104,16 +136,19 @@ def _step(node: Any, current: torch.Tensor, state: dict[str, torch.Tensor], dt: 
 def simulate(graph: Any, x: torch.Tensor, dt: float) -> torch.Tensor:
     """Run ``graph`` over the leading time axis of ``x``; returns its output node's value at every step."""
     order = _order(graph)
-    entry = [name for name, sources in order if not sources]
-    exits = [name for name in graph.nodes if not any(name in sources for _, sources in order)]
+    entry = [name for name, sources, later in order if not sources and not later]
+    exits = [name for name in graph.nodes if not any(name in sources + later for _, sources, later in order)]
     if len(entry) != 1 or len(exits) != 1:
         raise UnsupportedGraph(f"expected one input and one output node, found inputs {entry} and outputs {exits}")
     states: dict[str, dict[str, torch.Tensor]] = {name: {} for name in graph.nodes}
+    before = {source: _at_rest(graph.nodes[source], x) for _, _, later in order for source in later}
     outputs = []
     for x_t in x:
         values: dict[str, torch.Tensor] = {}
-        for name, sources in order:
-            current = x_t if not sources else sum(values[s] for s in sources)
+        for name, sources, later in order:
+            current = x_t if not sources and not later else \
+                sum([values[s] for s in sources] + [before[s] for s in later])
             values[name] = _step(graph.nodes[name], current, states[name], dt)
+        before = {source: values[source] for source in before}
         outputs.append(values[exits[0]])
     return torch.stack(outputs)

@@ -70,6 +70,25 @@ def test_a_cubalif_graph_steps_its_synapse_then_its_membrane():
     assert got == expected and 0 < sum(got) < len(got)
 
 
+def test_a_recurrent_edge_delivers_the_previous_step_and_the_bias_before_the_first():
+    w_rec, b_rec = np.array([[0.0, -2.0], [0.5, 0.0]]), np.array([0.5, -0.5])  # the bias decides the first step
+    lif = dict(tau=np.full(2, 2e-3), r=np.ones(2), v_leak=np.zeros(2), v_threshold=np.full(2, 0.2),
+               v_reset=np.zeros(2))
+    nodes = {"input": nir.Input(input_type={"input": np.array([2])}), "lif": nir.LIF(**lif),
+             "w_rec": nir.Affine(weight=w_rec, bias=b_rec), "output": nir.Output(output_type={"output": np.array([2])})}
+    graph = nir.NIRGraph(nodes=nodes, edges=[("input", "lif"), ("lif", "w_rec"), ("w_rec", "lif"), ("lif", "output")])
+    x, dt = torch.tensor([[0.2, 0.9], [1.0, 0.9], [0.0, 1.0], [0.3, 0.3]], dtype=torch.float64).view(4, 1, 2), 1e-3
+    v, spikes, expected = torch.zeros(2, dtype=torch.float64), torch.zeros(2, dtype=torch.float64), []
+    for x_t in x[:, 0]:  # written out: the recurrent Affine of the previous step's spikes (its bias at the first)
+        current = x_t + torch.as_tensor(w_rec) @ spikes + torch.as_tensor(b_rec)
+        v = v + dt / torch.as_tensor(lif["tau"]) * (-v + current)
+        spikes = (v > 0.2).double()
+        v = torch.where(spikes.bool(), torch.zeros_like(v), v)
+        expected.append(spikes)
+    got = simulate(graph, x, dt)[:, 0]
+    assert torch.equal(got, torch.stack(expected)) and 0 < got.sum() < got.numel()
+
+
 def test_a_conv2d_graph_is_the_cross_correlation_of_its_weight_and_round_trips_unchanged():
     from conformance.transforms.nir import through_file
 

@@ -555,6 +555,22 @@ def build_synaptic_network(example: Example) -> nn.Module:
     return Network(nn.Sequential(linear, synaptic), _run_network)
 
 
+def build_recurrent_network(example: Example) -> nn.Module:
+    """Linear(4, 3) + RLeaky (init_hidden, all-to-all recurrence Linear(3, 3) with weights from the example's seed,
+    beta 0.8 and threshold 1 per neuron, reset to zero)."""
+    import snntorch as snn
+
+    linear = network_linear(example)
+    n = linear.out_features
+    rleaky = snn.RLeaky(beta=torch.full((n,), 0.8), threshold=torch.ones(n), linear_features=n, init_hidden=True,
+                        reset_mechanism="zero")
+    gen = torch.Generator().manual_seed(example.hyper["seed"] + 3)
+    with torch.no_grad():
+        rleaky.recurrent.weight.copy_(torch.rand((n, n), generator=gen) - 0.5)
+        rleaky.recurrent.bias.copy_(torch.rand((n,), generator=gen) * 0.2 - 0.1)
+    return Network(nn.Sequential(linear, rleaky), _run_network)
+
+
 def build_conv_network(example: Example) -> nn.Module:
     """Conv2d(1, 2, 3, padding=1) + Leaky (init_hidden, reset to zero, beta 0.8 and threshold 1 per neuron)."""
     import snntorch as snn
@@ -583,6 +599,22 @@ _SYNAPTIC_ZERO_RESET = Known(
            "the spike and integrates the next step's current, as NIR declares, and so does every importer, "
            "snntorch's own included: the graph spikes where the layer does not",
     reproducer="reproducers/snntorch/nir_export_synaptic_zero_reset_drops_input.py")
+NIR_KNOWN_RLEAKY: tuple[Known, ...] = (
+    Known("nir_graph", cause="nir-graph-changed-forward", link=f"{SOURCE}/_neurons/rleaky.py",
+          reason="RLeaky's zero reset (delayed, the default) subtracts the whole new membrane in the step after a "
+                 "spike (`base - reset * base`), dropping that step's input, where Leaky's keeps it; the exported "
+                 "recurrent LIF resets at the spike and integrates the next step's input, as NIR declares (and "
+                 "spikingjelly's importer runs it so): the graph spikes where the layer does not",
+          reproducer="reproducers/snntorch/nir_export_rleaky_zero_reset_drops_input.py"),
+    Known("nir_to:spikingjelly", cause="transform-changed-forward", link=f"{SOURCE}/_neurons/rleaky.py",
+          reason="as nir_graph: the recurrent LIF graph spikes where RLeaky, with its zero reset dropping the next "
+                 "step's input, does not", reproducer="reproducers/snntorch/nir_export_rleaky_zero_reset_drops_input.py"),
+    Known("nir_roundtrip", cause="nir-import-failed", link=f"{SOURCE}/import_nir.py",
+          reason="snntorch's importer takes its recurrent graph in memory but not the same graph read back from a NIR "
+                 "file (nirtorch: \"'GraphModule' object has no attribute 'items'\"): a recurrent network cannot be "
+                 "saved and loaded back",
+          reproducer="reproducers/snntorch/nir_import_recurrent_graph_from_file.py"),
+)
 
 
 def subjects() -> Iterator[Subject]:
@@ -593,6 +625,8 @@ def subjects() -> Iterator[Subject]:
                       **network, known=NIR_KNOWN.get(reset, ()))
     yield Subject(id="snntorch.LinearSynaptic[zero]", spec="model.snn_network", build=build_synaptic_network,
                   **network, known=(_SYNAPTIC_ZERO_RESET,))
+    yield Subject(id="snntorch.LinearRLeaky[zero]", spec="model.snn_network", build=build_recurrent_network,
+                  **network, known=NIR_KNOWN_RLEAKY)
     yield Subject(id="snntorch.ConvLeaky[zero]", spec="model.snn_conv_network", build=build_conv_network, **network)
     # reset_delay is fixed per subject (snntorch's default True, except one variant): with reset_delay=False snntorch
     # branches on a tensor buffer, which decides compile/export cells, so a drawn flag would make them flaky.

@@ -383,6 +383,7 @@ IMPORTER_FINDINGS: dict[str, tuple[tuple[str, Known], ...]] = {
                         ("norse.LinearLIFCell", CUBA_LIF_R_IMPORTED_BY_SNNTORCH),
                         *((readout, LI_IMPORTED_BY_SNNTORCH) for readout in LI_READOUTS)),
     "nir_to:norse": (("snntorch.LinearLeaky[[]*", LIF_WITH_R_IMPORTED_BY_NORSE),
+                     ("snntorch.LinearRLeaky[[]*", LIF_WITH_R_IMPORTED_BY_NORSE),
                      ("snntorch.ConvLeaky[[]*", LIF_WITH_R_IMPORTED_BY_NORSE),
                      *((readout, LI_IMPORTED_BY_NORSE) for readout in LI_READOUTS)),
     "nir_to:spikingjelly": tuple((readout, LI_IMPORTED_BY_SPIKINGJELLY) for readout in LI_READOUTS),
