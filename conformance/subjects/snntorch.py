@@ -603,12 +603,14 @@ NIR_KNOWN_RLEAKY: tuple[Known, ...] = (
     Known("nir_graph", cause="nir-graph-changed-forward", link=f"{SOURCE}/_neurons/rleaky.py",
           reason="RLeaky's zero reset (delayed, the default) subtracts the whole new membrane in the step after a "
                  "spike (`base - reset * base`), dropping that step's input, where Leaky's keeps it; the exported "
-                 "recurrent LIF resets at the spike and integrates the next step's input, as NIR declares (and "
-                 "spikingjelly's importer runs it so): the graph spikes where the layer does not",
+                 "recurrent LIF resets at the spike and integrates the next step's input, as NIR declares: the graph "
+                 "spikes where the layer does not",
           reproducer="reproducers/snntorch/nir_export_rleaky_zero_reset_drops_input.py"),
     Known("nir_to:spikingjelly", cause="transform-changed-forward", link=f"{SOURCE}/_neurons/rleaky.py",
           reason="as nir_graph: the recurrent LIF graph spikes where RLeaky, with its zero reset dropping the next "
-                 "step's input, does not", reproducer="reproducers/snntorch/nir_export_rleaky_zero_reset_drops_input.py"),
+                 "step's input, does not (spikingjelly's import also feeds no recurrent input at the first step, "
+                 "where RLeaky adds the recurrent layer's bias: NIR leaves that value open)",
+          reproducer="reproducers/snntorch/nir_export_rleaky_zero_reset_drops_input.py"),
     Known("nir_roundtrip", cause="nir-import-failed", link=f"{SOURCE}/import_nir.py",
           reason="snntorch's importer takes its recurrent graph in memory but not the same graph read back from a NIR "
                  "file (nirtorch: \"'GraphModule' object has no attribute 'items'\"): a recurrent network cannot be "
