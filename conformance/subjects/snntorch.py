@@ -23,6 +23,7 @@ where ``spike_grad=None`` exercises snntorch's own default (``atan(alpha=2.0)``,
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping
 
 import torch
@@ -564,11 +565,29 @@ def build_recurrent_network(example: Example) -> nn.Module:
     n = linear.out_features
     rleaky = snn.RLeaky(beta=torch.full((n,), 0.8), threshold=torch.ones(n), linear_features=n, init_hidden=True,
                         reset_mechanism="zero")
-    gen = torch.Generator().manual_seed(example.hyper["seed"] + 3)
-    with torch.no_grad():
-        rleaky.recurrent.weight.copy_(torch.rand((n, n), generator=gen) - 0.5)
-        rleaky.recurrent.bias.copy_(torch.rand((n,), generator=gen) * 0.2 - 0.1)
+    _draw_recurrence(rleaky.recurrent, example)
     return Network(nn.Sequential(linear, rleaky), _run_network)
+
+
+def build_recurrent_synaptic_network(example: Example) -> nn.Module:
+    """Linear(4, 3) + RSynaptic (init_hidden, all-to-all recurrence Linear(3, 3) with weights from the example's
+    seed, alpha 0.5, beta 0.8 and threshold 1 per neuron, reset to zero)."""
+    import snntorch as snn
+
+    linear = network_linear(example)
+    n = linear.out_features
+    rsynaptic = snn.RSynaptic(alpha=torch.full((n,), 0.5), beta=torch.full((n,), 0.8), threshold=torch.ones(n),
+                              linear_features=n, init_hidden=True, reset_mechanism="zero")
+    _draw_recurrence(rsynaptic.recurrent, example)
+    return Network(nn.Sequential(linear, rsynaptic), _run_network)
+
+
+def _draw_recurrence(recurrent: nn.Linear, example: Example) -> None:
+    gen = torch.Generator().manual_seed(example.hyper["seed"] + 3)
+    n = recurrent.out_features
+    with torch.no_grad():
+        recurrent.weight.copy_(torch.rand((n, n), generator=gen) - 0.5)
+        recurrent.bias.copy_(torch.rand((n,), generator=gen) * 0.2 - 0.1)
 
 
 def build_conv_network(example: Example) -> nn.Module:
@@ -599,6 +618,14 @@ _SYNAPTIC_ZERO_RESET = Known(
            "the spike and integrates the next step's current, as NIR declares, and so does every importer, "
            "snntorch's own included: the graph spikes where the layer does not",
     reproducer="reproducers/snntorch/nir_export_synaptic_zero_reset_drops_input.py")
+_RSYNAPTIC_ZERO_RESET = replace(
+    _SYNAPTIC_ZERO_RESET, link=f"{SOURCE}/_neurons/rsynaptic.py",
+    reason="RSynaptic's zero reset (delayed, the default), as Synaptic's, subtracts the whole new membrane in the step "
+           "after a spike (`mem -= mem2 * reset`), dropping that step's synaptic current; the exported recurrent "
+           "nir.CubaLIF resets at the spike and integrates the next step's current, as NIR declares (the "
+           "importers also feed no recurrent input at the first step, where RSynaptic adds the recurrent layer's "
+           "bias: NIR leaves that value open)",
+    reproducer="reproducers/snntorch/nir_export_rsynaptic_zero_reset_drops_input.py")
 NIR_KNOWN_RLEAKY: tuple[Known, ...] = (
     Known("nir_graph", cause="nir-graph-changed-forward", link=f"{SOURCE}/_neurons/rleaky.py",
           reason="RLeaky's zero reset (delayed, the default) subtracts the whole new membrane in the step after a "
@@ -617,6 +644,10 @@ NIR_KNOWN_RLEAKY: tuple[Known, ...] = (
                  "saved and loaded back",
           reproducer="reproducers/snntorch/nir_import_recurrent_graph_from_file.py"),
 )
+NIR_KNOWN_RSYNAPTIC: tuple[Known, ...] = (
+    replace(NIR_KNOWN_RLEAKY[-1], reproducer="reproducers/snntorch/nir_import_recurrent_synaptic_graph_from_file.py"),
+    _RSYNAPTIC_ZERO_RESET,
+)
 
 
 def subjects() -> Iterator[Subject]:
@@ -625,6 +656,8 @@ def subjects() -> Iterator[Subject]:
     for reset in ("subtract", "zero"):
         yield Subject(id=f"snntorch.LinearLeaky[{reset}]", spec="model.snn_network", build=build_network(reset),
                       **network, known=NIR_KNOWN.get(reset, ()))
+    yield Subject(id="snntorch.LinearRSynaptic[zero]", spec="model.snn_network",
+                  build=build_recurrent_synaptic_network, **network, known=NIR_KNOWN_RSYNAPTIC)
     yield Subject(id="snntorch.LinearSynaptic[zero]", spec="model.snn_network", build=build_synaptic_network,
                   **network, known=(_SYNAPTIC_ZERO_RESET,))
     yield Subject(id="snntorch.LinearRLeaky[zero]", spec="model.snn_network", build=build_recurrent_network,
