@@ -29,10 +29,10 @@ def image_examples(**fixed):
     return draw()
 
 
-def network_examples(**fixed):
-    """Input currents ``(T, B, 4)`` in [0, 2) for a small spiking network (Linear(4, 3) + a spiking layer), and the
-    ``seed`` its weights are drawn from."""
-    cs.check_fixed(fixed, ("steps", "batch"), "model.snn_network")
+def _currents(spec_id: str, sample: tuple[int, ...], fixed: dict):
+    """Input currents ``(T, B, *sample)`` in [0, 2) for a small spiking network, and the ``seed`` its weights are
+    drawn from; ``steps`` and ``batch`` may be fixed."""
+    cs.check_fixed(fixed, ("steps", "batch"), spec_id)
 
     @st.composite
     def draw(draw_):
@@ -42,29 +42,20 @@ def network_examples(**fixed):
         import torch
 
         gen = torch.Generator().manual_seed(seed)
-        x = 2 * torch.rand((steps, batch, NETWORK_INPUTS), generator=gen, dtype=torch.float64)
+        x = 2 * torch.rand((steps, batch, *sample), generator=gen, dtype=torch.float64)
         return Example(x, {}, {"seed": seed})
 
     return draw()
+
+
+def network_examples(**fixed):
+    """Currents ``(T, B, 4)`` for model.snn_network (Linear(4, 3) + a spiking layer or a readout)."""
+    return _currents("model.snn_network", (NETWORK_INPUTS,), fixed)
 
 
 def conv_network_examples(**fixed):
-    """Input currents ``(T, B, 1, 4, 4)`` in [0, 2) for a small convolutional spiking network (Conv2d(1, 2, 3,
-    padding=1) + a spiking layer), and the ``seed`` its weights are drawn from."""
-    cs.check_fixed(fixed, ("steps", "batch"), "model.snn_conv_network")
-
-    @st.composite
-    def draw(draw_):
-        steps = draw_(cs.hyper(fixed, "steps", st.integers(3, 8)))
-        batch = draw_(cs.hyper(fixed, "batch", st.integers(1, 2)))
-        seed = draw_(st.integers(0, 2**16))
-        import torch
-
-        gen = torch.Generator().manual_seed(seed)
-        x = 2 * torch.rand((steps, batch, *CONV_NETWORK_INPUT), generator=gen, dtype=torch.float64)
-        return Example(x, {}, {"seed": seed})
-
-    return draw()
+    """Currents ``(T, B, 1, 4, 4)`` for model.snn_conv_network (Conv2d(1, 2, 3, padding=1) + a spiking layer)."""
+    return _currents("model.snn_conv_network", CONV_NETWORK_INPUT, fixed)
 
 
 #: one sample of model.snn_conv_network (channels, height, width) and its Conv2d's output channels
