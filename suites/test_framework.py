@@ -590,3 +590,23 @@ def test_a_comparison_across_devices_is_not_applicable_without_the_other_device(
     assert reason and "no CPU result to agree with" in reason
     assert registry.not_applicable(cell, both, spec, transform) is None
     assert registry.not_applicable(cell, cuda_only, spec, registry.transforms()["eager"]) is None
+
+
+#: sha256 of cell_property's source in conformance/runner.py, decorators included (see the test below)
+CELL_PROPERTY_SOURCE_SHA256 = "584d998369d68daeceb2b1464a356dca812da4e261d3f048601c5be8eab74e34"
+
+
+def test_the_source_hypothesis_seeds_the_draws_from_is_unchanged():
+    """hypothesis derives a derandomized cell's draws from the source of the function it runs (cell_property in
+    runner.run_cell, its decorators included): a one-character edit there draws other examples in every cell and can
+    move recorded outcomes (a GPU run once found four new cells that way). An intended edit re-runs the whole matrix
+    against the expectations and the CUDA records, then updates the hash here."""
+    import hashlib
+
+    source = (Path(__file__).parents[1] / "conformance" / "runner.py").read_text()
+    start = source.index("    @settings(max_examples=examples,")
+    last = '        state["excused"] += check(ctx, outcome, truth_for(cell, ctx, key), cell.transform)\n'
+    block = source[start:source.index(last, start) + len(last)]
+    assert "def cell_property(data):" in block
+    assert hashlib.sha256(block.encode()).hexdigest() == CELL_PROPERTY_SOURCE_SHA256, (
+        "cell_property's source changed: every derandomized cell now draws other examples (see the docstring)")
