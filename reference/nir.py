@@ -31,7 +31,8 @@ __all__ = ["simulate", "UnsupportedGraph"]
 
 
 class UnsupportedGraph(ValueError):
-    """A node type or graph shape this reference does not define (recurrent edges, subgraphs, pooling, ...)."""
+    """A node type or graph shape this reference does not define (subgraphs, pooling, a cycle the input does not
+    reach, ...)."""
 
 
 def _param(node: Any, name: str, like: torch.Tensor, default: float | None = None) -> torch.Tensor:
@@ -88,6 +89,14 @@ def _at_rest(node: Any, like: torch.Tensor) -> torch.Tensor:
     return torch.zeros((), dtype=like.dtype, device=like.device)
 
 
+def _leak(state: dict[str, torch.Tensor], key: str, tau: torch.Tensor, v_leak: torch.Tensor, r: torch.Tensor,
+          current: torch.Tensor, dt: float) -> torch.Tensor:
+    """One Euler step of ``tau dv/dt = v_leak - v + r I`` for ``state[key]`` (from ``v_leak`` at rest), kept there."""
+    v = state.get(key, torch.zeros_like(current) + v_leak)
+    state[key] = v = v + dt / tau * (v_leak - v + r * current)
+    return v
+
+
 def _fire(node: Any, v: torch.Tensor, state: dict[str, torch.Tensor]) -> torch.Tensor:
     """Spikes where ``v > v_threshold``; there ``v`` becomes ``v_reset`` (kept in ``state``)."""
     spikes = v > _param(node, "v_threshold", v)
@@ -108,20 +117,16 @@ def _step(node: Any, current: torch.Tensor, state: dict[str, torch.Tensor], dt: 
         return torch.nn.functional.conv2d(current, _param(node, "weight", current), _param(node, "bias", current),
                                           stride=tuple(int(s) for s in node.stride), padding=padding,
                                           dilation=tuple(int(d) for d in node.dilation), groups=int(node.groups))
-    if kind == "CubaLIF":
-        i = state.get("i", torch.zeros_like(current))
-        i = i + dt / _param(node, "tau_syn", current) * (-i + _param(node, "w_in", current, 1.0) * current)
-        state["i"] = i
-        tau, v_leak = _param(node, "tau_mem", current), _param(node, "v_leak", current)
-        v = state.get("v", torch.zeros_like(current) + v_leak)
-        v = v + dt / tau * (v_leak - v + _param(node, "r", current) * i)
+    if kind == "CubaLIF":  # an LI synapse feeding a LIF membrane
+        zero = torch.zeros((), dtype=current.dtype, device=current.device)
+        i = _leak(state, "i", _param(node, "tau_syn", current), zero, _param(node, "w_in", current, 1.0), current, dt)
+        v = _leak(state, "v", _param(node, "tau_mem", current), _param(node, "v_leak", current),
+                  _param(node, "r", current), i, dt)
         return _fire(node, v, state)
     if kind in ("LIF", "IF", "LI", "Integrator"):
         r = _param(node, "r", current)
         if kind in ("LIF", "LI"):
-            tau, v_leak = _param(node, "tau", current), _param(node, "v_leak", current)
-            v = state.get("v", torch.zeros_like(current) + v_leak)
-            v = v + dt / tau * (v_leak - v + r * current)
+            v = _leak(state, "v", _param(node, "tau", current), _param(node, "v_leak", current), r, current, dt)
         else:
             rest = _param(node, "v_reset", current, 0.0) if kind == "IF" else torch.zeros((), dtype=current.dtype)
             v = state.get("v", torch.zeros_like(current) + rest)

@@ -274,48 +274,40 @@ def _run_network(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return run_squeezed(net, x)
 
 
-def _network(example: Example, layer_type: str, **kwargs) -> nn.Module:
+def _network(example: Example, first: nn.Module, layer_type: str, **kwargs) -> nn.Module:
+    """``first`` (the network's Linear or Conv2d) + the sinabs Squeeze layer ``layer_type`` built with ``kwargs``."""
     import sinabs.layers
 
-    linear = network_linear(example)
-    ones = torch.ones(linear.out_features)
-    layer = getattr(sinabs.layers, layer_type)(spike_threshold=ones, batch_size=example.x.shape[1], **kwargs)
+    layer = getattr(sinabs.layers, layer_type)(batch_size=example.x.shape[1], **kwargs)
     layer.to(torch.get_default_dtype())
-    return Network(nn.Sequential(linear, layer), _run_network)
+    return Network(nn.Sequential(first, layer), _run_network)
 
 
 def build_lif_network(example: Example) -> nn.Module:
     """Linear(4, 3) + LIFSqueeze (tau_mem 10 steps, no input normalisation, per-neuron parameters)."""
-    return _network(example, "LIFSqueeze", tau_mem=10 * torch.ones(NETWORK_NEURONS), norm_input=False)
+    ones = torch.ones(NETWORK_NEURONS)
+    return _network(example, network_linear(example), "LIFSqueeze", spike_threshold=ones, tau_mem=10 * ones,
+                    norm_input=False)
 
 
 def build_exp_leak_network(example: Example) -> nn.Module:
     """Linear(4, 3) + ExpLeakSqueeze, a leaky-integrator readout (tau_mem 10 steps, no input normalisation, per-neuron
     parameters): the output is its membrane potential."""
-    import sinabs.layers
-
-    linear = network_linear(example)
-    layer = sinabs.layers.ExpLeakSqueeze(tau_mem=10 * torch.ones(NETWORK_NEURONS), norm_input=False,
-                                         batch_size=example.x.shape[1])
-    layer.to(torch.get_default_dtype())
-    return Network(nn.Sequential(linear, layer), _run_network)
+    return _network(example, network_linear(example), "ExpLeakSqueeze", tau_mem=10 * torch.ones(NETWORK_NEURONS),
+                    norm_input=False)
 
 
 def build_conv_iaf_network(example: Example) -> nn.Module:
     """Conv2d(1, 2, 3, padding=1) + IAFSqueeze (per-neuron threshold)."""
-    import sinabs.layers
-
     from conformance.specs.models import CONV_NETWORK_CHANNELS, CONV_NETWORK_INPUT
 
-    layer = sinabs.layers.IAFSqueeze(spike_threshold=torch.ones(CONV_NETWORK_CHANNELS, *CONV_NETWORK_INPUT[1:]),
-                                     batch_size=example.x.shape[1])
-    layer.to(torch.get_default_dtype())
-    return Network(nn.Sequential(network_conv(example), layer), _run_network)
+    return _network(example, network_conv(example), "IAFSqueeze",
+                    spike_threshold=torch.ones(CONV_NETWORK_CHANNELS, *CONV_NETWORK_INPUT[1:]))
 
 
 def build_iaf_network(example: Example) -> nn.Module:
     """Linear(4, 3) + IAFSqueeze (per-neuron threshold)."""
-    return _network(example, "IAFSqueeze")
+    return _network(example, network_linear(example), "IAFSqueeze", spike_threshold=torch.ones(NETWORK_NEURONS))
 
 
 #: findings of the NIR exchange (docs/nir.md)

@@ -531,55 +531,27 @@ def _run_network(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return torch.stack([net(x_t) for x_t in x])
 
 
-def build_network(reset: str):
-    """Linear(4, 3) + Leaky (init_hidden, per-neuron beta and threshold: the exporter's type inference needs them)."""
+def build_network(layer_type: str, reset: str, *, conv: bool = False, **decays: float):
+    """Linear(4, 3), or with ``conv`` the Conv2d of model.snn_conv_network, + the snntorch layer ``layer_type``
+    (init_hidden, the ``decays`` (beta, alpha) and threshold 1 per neuron: the exporter's type inference needs
+    per-neuron values); a recurrent layer (RLeaky, RSynaptic) gets an all-to-all recurrence Linear(3, 3) with weights
+    from the example's seed."""
     def build(example: Example) -> nn.Module:
         import snntorch as snn
 
-        linear = network_linear(example)
-        neurons = linear.out_features
-        leaky = snn.Leaky(beta=torch.full((neurons,), 0.8), threshold=torch.ones(neurons), init_hidden=True,
-                          reset_mechanism=reset)
-        return Network(nn.Sequential(linear, leaky), _run_network)
+        from conformance.specs.models import CONV_NETWORK_CHANNELS, CONV_NETWORK_INPUT, NETWORK_NEURONS
+
+        first = network_conv(example) if conv else network_linear(example)
+        shape = (CONV_NETWORK_CHANNELS, *CONV_NETWORK_INPUT[1:]) if conv else (NETWORK_NEURONS,)
+        recurrent = layer_type in ("RLeaky", "RSynaptic")
+        layer = getattr(snn, layer_type)(**{name: torch.full(shape, value) for name, value in decays.items()},
+                                         threshold=torch.ones(shape), init_hidden=True, reset_mechanism=reset,
+                                         **({"linear_features": shape[0]} if recurrent else {}))
+        if recurrent:
+            _draw_recurrence(layer.recurrent, example)
+        return Network(nn.Sequential(first, layer), _run_network)
 
     return build
-
-
-def build_synaptic_network(example: Example) -> nn.Module:
-    """Linear(4, 3) + Synaptic (init_hidden, alpha 0.5, beta 0.8, threshold 1 per neuron, reset to zero)."""
-    import snntorch as snn
-
-    linear = network_linear(example)
-    n = linear.out_features
-    synaptic = snn.Synaptic(alpha=torch.full((n,), 0.5), beta=torch.full((n,), 0.8), threshold=torch.ones(n),
-                            init_hidden=True, reset_mechanism="zero")
-    return Network(nn.Sequential(linear, synaptic), _run_network)
-
-
-def build_recurrent_network(example: Example) -> nn.Module:
-    """Linear(4, 3) + RLeaky (init_hidden, all-to-all recurrence Linear(3, 3) with weights from the example's seed,
-    beta 0.8 and threshold 1 per neuron, reset to zero)."""
-    import snntorch as snn
-
-    linear = network_linear(example)
-    n = linear.out_features
-    rleaky = snn.RLeaky(beta=torch.full((n,), 0.8), threshold=torch.ones(n), linear_features=n, init_hidden=True,
-                        reset_mechanism="zero")
-    _draw_recurrence(rleaky.recurrent, example)
-    return Network(nn.Sequential(linear, rleaky), _run_network)
-
-
-def build_recurrent_synaptic_network(example: Example) -> nn.Module:
-    """Linear(4, 3) + RSynaptic (init_hidden, all-to-all recurrence Linear(3, 3) with weights from the example's
-    seed, alpha 0.5, beta 0.8 and threshold 1 per neuron, reset to zero)."""
-    import snntorch as snn
-
-    linear = network_linear(example)
-    n = linear.out_features
-    rsynaptic = snn.RSynaptic(alpha=torch.full((n,), 0.5), beta=torch.full((n,), 0.8), threshold=torch.ones(n),
-                              linear_features=n, init_hidden=True, reset_mechanism="zero")
-    _draw_recurrence(rsynaptic.recurrent, example)
-    return Network(nn.Sequential(linear, rsynaptic), _run_network)
 
 
 def _draw_recurrence(recurrent: nn.Linear, example: Example) -> None:
@@ -588,19 +560,6 @@ def _draw_recurrence(recurrent: nn.Linear, example: Example) -> None:
     with torch.no_grad():
         recurrent.weight.copy_(torch.rand((n, n), generator=gen) - 0.5)
         recurrent.bias.copy_(torch.rand((n,), generator=gen) * 0.2 - 0.1)
-
-
-def build_conv_network(example: Example) -> nn.Module:
-    """Conv2d(1, 2, 3, padding=1) + Leaky (init_hidden, reset to zero, beta 0.8 and threshold 1 per neuron)."""
-    import snntorch as snn
-
-    from conformance.specs.models import CONV_NETWORK_CHANNELS, CONV_NETWORK_INPUT
-
-    conv = network_conv(example)
-    shape = (CONV_NETWORK_CHANNELS, *CONV_NETWORK_INPUT[1:])
-    leaky = snn.Leaky(beta=torch.full(shape, 0.8), threshold=torch.ones(shape), init_hidden=True,
-                      reset_mechanism="zero")
-    return Network(nn.Sequential(conv, leaky), _run_network)
 
 
 #: findings of the NIR exchange (docs/nir.md)
@@ -654,15 +613,16 @@ def subjects() -> Iterator[Subject]:
     # a small network for the exchange columns (NIR): model.snn_network
     network = exchange_network(LIBRARY.name, ("snntorch",))
     for reset in ("subtract", "zero"):
-        yield Subject(id=f"snntorch.LinearLeaky[{reset}]", spec="model.snn_network", build=build_network(reset),
-                      **network, known=NIR_KNOWN.get(reset, ()))
+        yield Subject(id=f"snntorch.LinearLeaky[{reset}]", spec="model.snn_network",
+                      build=build_network("Leaky", reset, beta=0.8), **network, known=NIR_KNOWN.get(reset, ()))
     yield Subject(id="snntorch.LinearRSynaptic[zero]", spec="model.snn_network",
-                  build=build_recurrent_synaptic_network, **network, known=NIR_KNOWN_RSYNAPTIC)
-    yield Subject(id="snntorch.LinearSynaptic[zero]", spec="model.snn_network", build=build_synaptic_network,
-                  **network, known=(_SYNAPTIC_ZERO_RESET,))
-    yield Subject(id="snntorch.LinearRLeaky[zero]", spec="model.snn_network", build=build_recurrent_network,
-                  **network, known=NIR_KNOWN_RLEAKY)
-    yield Subject(id="snntorch.ConvLeaky[zero]", spec="model.snn_conv_network", build=build_conv_network, **network)
+                  build=build_network("RSynaptic", "zero", alpha=0.5, beta=0.8), **network, known=NIR_KNOWN_RSYNAPTIC)
+    yield Subject(id="snntorch.LinearSynaptic[zero]", spec="model.snn_network",
+                  build=build_network("Synaptic", "zero", alpha=0.5, beta=0.8), **network, known=(_SYNAPTIC_ZERO_RESET,))
+    yield Subject(id="snntorch.LinearRLeaky[zero]", spec="model.snn_network",
+                  build=build_network("RLeaky", "zero", beta=0.8), **network, known=NIR_KNOWN_RLEAKY)
+    yield Subject(id="snntorch.ConvLeaky[zero]", spec="model.snn_conv_network",
+                  build=build_network("Leaky", "zero", conv=True, beta=0.8), **network)
     # reset_delay is fixed per subject (snntorch's default True, except one variant): with reset_delay=False snntorch
     # branches on a tensor buffer, which decides compile/export cells, so a drawn flag would make them flaky.
     yield _neuron("Leaky[subtract]", "neuron.leaky", build_leaky(),

@@ -97,13 +97,18 @@ def onnx(ctx: Context) -> TransformRun:
                         .model_proto.SerializeToString())
 
 
+def _through_file(write: Callable[[str], None]) -> bytes:
+    """The model ``write(path)`` writes (brevitas' exporters write files), as bytes."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.onnx"
+        write(str(path))
+        return path.read_bytes()
+
+
 def _qcdq_export(module: nn.Module, x: torch.Tensor) -> bytes:
     from brevitas.export import export_onnx_qcdq
 
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "model.onnx"
-        export_onnx_qcdq(module, args=x, export_path=str(path), optimize=True)
-        return path.read_bytes()
+    return _through_file(lambda path: export_onnx_qcdq(module, args=x, export_path=path, optimize=True))
 
 
 def brevitas_qcdq(ctx: Context) -> TransformRun:
@@ -115,10 +120,7 @@ def brevitas_qcdq(ctx: Context) -> TransformRun:
 def _qonnx_export(module: nn.Module, x: torch.Tensor) -> bytes:
     from brevitas.export import export_qonnx
 
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "model.onnx"
-        export_qonnx(module, args=x, export_path=str(path))
-        return path.read_bytes()
+    return _through_file(lambda path: export_qonnx(module, args=x, export_path=path))
 
 
 def brevitas_qonnx(ctx: Context) -> TransformRun:
