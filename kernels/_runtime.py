@@ -16,7 +16,7 @@ import functools
 import importlib.util
 import inspect
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -71,30 +71,101 @@ def device_unsupported(device: torch.device) -> str | None:
 
 
 class Kernel:
-    """One Triton kernel source, launched compiled (CUDA) or interpreted (CPU) by the device of its tensors."""
+    """One Triton kernel source, launched compiled (CUDA) or interpreted (CPU) by the device of its tensors.
+
+    A CUDA launch through ``JITFunction.run`` binds and specializes every argument, builds the cache key and the
+    launch metadata in Python on every call, which costs more host time than the kernels' own GPU time at small
+    sizes. So each compiled kernel Triton returns is kept under a key that holds at least what Triton specializes
+    on (the device, every tensor's dtype and 16-byte alignment, every other argument's type and value, the keyword
+    arguments), and a later call with that key launches it directly (``launch_fast``). A key is trusted only after
+    Triton's own path returned the same compiled kernel for it twice."""
+
+    #: keys kept per kernel (sizes enter the key, so a long run of new shapes must not grow it without bound)
+    MAX_KEYS = 512
 
     def __init__(self, fn: Callable):
         self.fn = fn
         self._compiled: Any = None
         self._interpreted: Any = None
+        self._launchers: dict = {}
+        self._names: Optional[tuple] = None
 
     def __call__(self, device: torch.device, grid: tuple, *args: Any, **kwargs: Any) -> None:
-        reason = device_unsupported(device)
-        if reason:
-            raise RuntimeError(f"kernel {self.fn.__name__}: {reason}")
         if device.type == "cuda":
             if self._compiled is None:
+                reason = device_unsupported(device)
+                if reason:
+                    raise RuntimeError(f"kernel {self.fn.__name__}: {reason}")
                 import triton
 
                 self._compiled = triton.jit(self.fn)
-            with torch.cuda.device(device):
-                self._compiled[grid](*args, **kwargs)
+                self._names = tuple(self._compiled.arg_names)
+            index = device.index if device.index is not None else torch.cuda.current_device()
+            if index != torch.cuda.current_device():
+                with torch.cuda.device(index):
+                    self._launch(index, grid, args, kwargs)
+            else:
+                self._launch(index, grid, args, kwargs)
             return
+        reason = device_unsupported(device)
+        if reason:
+            raise RuntimeError(f"kernel {self.fn.__name__}: {reason}")
         if self._interpreted is None:
             from triton.runtime.interpreter import InterpretedFunction
 
             self._interpreted = InterpretedFunction(self.fn)
         self._interpreted[grid](*args, **kwargs)
+
+    def _launch(self, index: int, grid: tuple, args: tuple, kwargs: dict) -> None:
+        key = launch_key(index, args, kwargs)
+        entry = self._launchers.get(key)
+        if entry is not None and entry[1]:
+            launch_fast(entry[0], grid, index, self._values(args, kwargs))
+            return
+        compiled = self._compiled[grid](*args, **kwargs)
+        if entry is None:
+            if len(self._launchers) >= self.MAX_KEYS:
+                self._launchers.clear()
+            self._launchers[key] = (compiled, False)
+        else:
+            self._launchers[key] = (compiled, compiled is entry[0] and hasattr(compiled, "packed_metadata"))
+
+    def _values(self, args: tuple, kwargs: dict) -> list:
+        """Every parameter's value in the kernel's order (what Triton's launcher takes), options left out."""
+        values = list(args)
+        for name in self._names[len(args):]:
+            values.append(kwargs[name])
+        return values
+
+
+def launch_key(index: int, args: tuple, kwargs: dict) -> tuple:
+    """A key that differs whenever Triton's specialization could: tensors by dtype and 16-byte alignment of their
+    data pointer (what Triton reads of a tensor argument), everything else by type and value."""
+    parts: list = [index]
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            parts.append((arg.dtype, arg.data_ptr() % 16 == 0))
+        else:
+            parts.append((type(arg), arg))
+    for name in sorted(kwargs):
+        value = kwargs[name]
+        parts.append((name, type(value), value))
+    return tuple(parts)
+
+
+def launch_fast(compiled: Any, grid: tuple, index: int, values: list) -> None:
+    """Launch an already compiled kernel as Triton's ``JITFunction.run`` does after its cache lookup (triton 3.6
+    to 3.9: ``CompiledKernel.run`` with the grid, stream, function, packed metadata, launch metadata and hooks,
+    then every parameter's value)."""
+    from triton import knobs
+    from triton.runtime import driver
+
+    stream = driver.active.get_current_stream(index)
+    grid3 = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
+    hooks = knobs.runtime
+    compiled.run(*grid3, stream, compiled.function, compiled.packed_metadata,
+                 compiled.launch_metadata(grid3, stream, *values), hooks.launch_enter_hook, hooks.launch_exit_hook,
+                 *values)
 
 
 def kernel(fn: Callable) -> Kernel:

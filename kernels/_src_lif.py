@@ -28,9 +28,16 @@ def leaky_fwd_kernel(x_ptr, spk_ptr, u_ptr, v_ptr, beta_ptr, thr_ptr, gsf_ptr, T
     else:
         acc_ty = tl.float32
     b = tl.load(beta_ptr).to(acc_ty)
-    b = tl.minimum(tl.maximum(b, 0.0), 1.0)
     thr = tl.load(thr_ptr).to(acc_ty)
     g = tl.load(gsf_ptr).to(acc_ty)
+    if ROUND:  # float32 parameters of a bfloat16 neuron: rounded to bfloat16, as the spec's arithmetic rounds them
+        bits = b.to(tl.uint32, bitcast=True)
+        b = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).to(tl.float32, bitcast=True)
+        bits = thr.to(tl.uint32, bitcast=True)
+        thr = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).to(tl.float32, bitcast=True)
+        bits = g.to(tl.uint32, bitcast=True)
+        g = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).to(tl.float32, bitcast=True)
+    b = tl.minimum(tl.maximum(b, 0.0), 1.0)
     u = tl.full((BLOCK,), 0.0, dtype=acc_ty)
     x_a = tl.load(x_ptr + offs, mask=inside, other=0.0)
     x_b = tl.load(x_ptr + N + offs, mask=ahead & (offs * 0 + 1 < T), other=0.0)
@@ -77,7 +84,7 @@ def leaky_fwd_kernel(x_ptr, spk_ptr, u_ptr, v_ptr, beta_ptr, thr_ptr, gsf_ptr, T
 
 def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr, gsf_ptr, c_ptr, T, N,
                      RESET: tl.constexpr, DELAY: tl.constexpr, SURROGATE: tl.constexpr, F64: tl.constexpr,
-                     PARAM_GRAD: tl.constexpr, BLOCK: tl.constexpr, PREFETCH: tl.constexpr):
+                     ROUND: tl.constexpr, PARAM_GRAD: tl.constexpr, BLOCK: tl.constexpr, PREFETCH: tl.constexpr):
     """Reverse sweep of :func:`leaky_fwd_kernel`: ``dx`` and, per neuron, the time sums of ``d beta`` (before the
     clamp), ``d threshold``, ``d graded_spikes_factor`` into ``part[3, N]`` (summed over neurons by the caller, so
     a vmapped backward keeps them per sample; only with ``PARAM_GRAD``). ``c``: the surrogate's alpha, alpha / 2,
@@ -91,9 +98,16 @@ def leaky_bwd_kernel(gspk_ptr, u_ptr, v_ptr, dx_ptr, part_ptr, beta_ptr, thr_ptr
     else:
         acc_ty = tl.float32
     b = tl.load(beta_ptr).to(acc_ty)
-    b = tl.minimum(tl.maximum(b, 0.0), 1.0)
     thr = tl.load(thr_ptr).to(acc_ty)
     g = tl.load(gsf_ptr).to(acc_ty)
+    if ROUND:  # float32 parameters of a bfloat16 neuron: rounded to bfloat16, as the spec's arithmetic rounds them
+        bits = b.to(tl.uint32, bitcast=True)
+        b = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).to(tl.float32, bitcast=True)
+        bits = thr.to(tl.uint32, bitcast=True)
+        thr = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).to(tl.float32, bitcast=True)
+        bits = g.to(tl.uint32, bitcast=True)
+        g = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).to(tl.float32, bitcast=True)
+    b = tl.minimum(tl.maximum(b, 0.0), 1.0)
     alpha = tl.load(c_ptr).to(acc_ty)
     half_alpha = tl.load(c_ptr + 1).to(acc_ty)
     pi2_alpha = tl.load(c_ptr + 2).to(acc_ty)

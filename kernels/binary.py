@@ -22,6 +22,7 @@ integer arithmetic on the signs:
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import torch
@@ -98,7 +99,13 @@ def fp8_available(device: torch.device) -> bool:
     """Whether ``device`` has FP8 tensor cores that ``torch._scaled_mm`` drives (CUDA, compute capability 8.9+)."""
     if device.type != "cuda" or not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
         return False
-    return torch.cuda.get_device_capability(device) >= (8, 9)
+    return _capability(torch.cuda.current_device() if device.index is None else device.index) >= (8, 9)
+
+
+@functools.lru_cache(maxsize=None)
+def _capability(index: int) -> tuple:
+    """A CUDA device's compute capability (asked once: the query costs host time on every eager call)."""
+    return torch.cuda.get_device_capability(index)
 
 
 # ----------------------------------------------------------------------------------------------- building blocks

@@ -92,10 +92,13 @@ def _kernel_view(t: torch.Tensor) -> torch.Tensor:
 
 
 def _scalar_param(p: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """A parameter as the 0-d tensor of ``dtype`` a kernel reads (no copy when it is one already: the host path
-    is part of every eager call's time)."""
-    if p.dtype != dtype or p.dim():
-        p = p.to(dtype).reshape(())
+    """A parameter as the 0-d tensor a kernel reads for input of ``dtype``. Float32 parameters go in as they are
+    (the kernel widens them exactly for float64 input and rounds them to bfloat16 for bfloat16 input, as
+    ``p.to(dtype)`` would): a conversion is a launch, and the host path is part of every eager call's time."""
+    if p.dim():
+        p = p.reshape(())
+    if p.dtype != dtype and p.dtype != torch.float32:
+        p = p.to(dtype)
     return _kernel_view(p) if p.device.type != "cuda" else p
 
 
@@ -172,7 +175,8 @@ def leaky_backward_op(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, 
     n = g.numel() // max(steps, 1)
     dx = torch.empty_like(g)
     acc = torch.float64 if dtype == torch.float64 else torch.float32
-    part = torch.zeros(_part_shape(g, param_grads), dtype=acc, device=g.device)
+    part = (torch.zeros(_part_shape(g, True), dtype=acc, device=g.device) if param_grads
+            else g.new_empty(0, dtype=acc))
     if g.numel():
         params = [_scalar_param(p, dtype) for p in (beta, threshold, graded_spikes_factor)]
         uk = _kernel_view(u)
@@ -180,8 +184,8 @@ def leaky_backward_op(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, 
         consts = _consts(_alpha_consts(surrogate, surrogate_alpha), dtype, g.device)
         K_.leaky_bwd(g.device, (grid,), g, uk, _kernel_view(v) if v.numel() else uk, dx,
                      part if param_grads else dx, *params, consts, steps, n, RESET=RESETS[reset_mechanism],
-                     DELAY=reset_delay, SURROGATE=SURROGATES[surrogate], F64=dtype == torch.float64,
-                     PARAM_GRAD=param_grads, BLOCK=block, **extra)
+                     DELAY=reset_delay, SURROGATE=SURROGATES[surrogate], PARAM_GRAD=param_grads, BLOCK=block,
+                     **_flags(grad_spk), **extra)
     return _as(dx, dtype), part
 
 

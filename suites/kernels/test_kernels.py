@@ -141,6 +141,23 @@ def test_bfloat16_lif_rounds_the_membrane_like_the_spec():
     assert (ours != spec).float().mean() < 0.02  # the spec rounds every op, the kernel every step: rare ties
 
 
+def test_float32_parameters_of_a_bfloat16_neuron_are_rounded_in_the_kernel():
+    # the kernels take float32 parameters as they are (no conversion launch) and round them to bfloat16 themselves:
+    # the same spikes and gradients as with the parameters converted first; values that bfloat16 cannot hold
+    x = (torch.rand(8, 2, 64, generator=torch.Generator().manual_seed(2)) * 3 - 1).to(torch.bfloat16).to(DEVICE)
+    g = torch.randn(x.shape, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16).to(DEVICE)
+    values = (0.8, 1.0035, 1.3)  # beta, threshold, graded_spikes_factor; bfloat16: 0.80078125, 1.0, 1.296875
+    runs = []
+    for dtype in (torch.float32, torch.bfloat16):
+        xs = x.clone().requires_grad_()
+        params = [torch.tensor(v, dtype=torch.float32).to(dtype).to(DEVICE).requires_grad_() for v in values]
+        y = L.leaky(xs, beta=params[0], threshold=params[1], graded_spikes_factor=params[2],
+                    reset_mechanism="subtract", reset_delay=False)
+        runs.append((y.detach(), *torch.autograd.grad(y, [xs, *params], g)))
+    for ours, converted in zip(*runs):  # a float32 parameter's gradient is float32: compared once rounded
+        assert torch.equal(ours.to(converted.dtype), converted)
+
+
 def test_inference_writes_no_trace():
     x = torch.rand(3, 4, device=DEVICE)
     with torch.no_grad():
