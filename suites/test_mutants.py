@@ -232,21 +232,34 @@ def test_a_persistent_subject_is_fed_one_step_per_call_and_reset_between_sequenc
     assert calls == [tuple(example.x.shape)]
 
 
-@pytest.mark.parametrize("mutant, check", [("wrong_far_from_threshold", "grad_matches_spec"),
-                                           ("wrong_past_first_word", "forward_matches_spec"),
-                                           ("rounds_ties_up", "forward_matches_spec"),
+def _without_edges(cell: Cell, monkeypatch) -> None:
+    import dataclasses
+
+    spec = registry.specs()[registry.subjects()[cell.subject].spec]
+    monkeypatch.setitem(registry.specs(), spec.id, dataclasses.replace(spec, edges=None))
+
+
+@pytest.mark.parametrize("mutant, check", [("rounds_ties_up", "forward_matches_spec"),
                                            ("lsq_rounds_half_away", "forward_matches_spec"),
                                            ("sign_by_division", "forward_matches_spec")])
 def test_the_edge_examples_find_what_the_draws_never_reach(mutant, check, monkeypatch):
-    """The draws stay within x in [-3, 3], within one 32-bit word and a tenth of a step from rounding ties: without
-    the spec's edge examples (|x| up to 1e4, rows of 2-3 words, every tie exactly) these mutants pass."""
-    import dataclasses
-
+    """The draws stay a tenth of a step from rounding ties and away from exact zero weights: without the spec's edge
+    examples (every tie exactly, exact zeros) these mutants pass."""
     cell = Cell(f"mutant.{mutant}", "eager", check, "cpu", "float32")
     assert run_cell(cell).outcome == "fail"
-    spec = registry.specs()[registry.subjects()[cell.subject].spec]
-    monkeypatch.setitem(registry.specs(), spec.id, dataclasses.replace(spec, edges=None))
+    _without_edges(cell, monkeypatch)
     assert run_cell(cell).outcome == "pass"
+
+
+@pytest.mark.parametrize("mutant, check", [("wrong_far_from_threshold", "grad_matches_spec"),
+                                           ("wrong_past_first_word", "forward_matches_spec")])
+def test_the_draws_reach_large_inputs_and_word_tails_without_the_edges(mutant, check, monkeypatch):
+    """The draws cover the whole domain too (issue 18, section 3): magnitudes to 1e4 and sizes past one 32-bit word
+    with a tail. Before they were widened, only the edge examples caught these mutants (the draws stayed within
+    [-3, 3] and one word)."""
+    cell = Cell(f"mutant.{mutant}", "eager", check, "cpu", "float32")
+    _without_edges(cell, monkeypatch)
+    assert run_cell(cell).outcome == "fail"
 
 
 def test_later_cells_replay_the_drawn_examples_and_a_failure_still_shrinks(monkeypatch):
@@ -284,10 +297,13 @@ def test_later_cells_replay_the_drawn_examples_and_a_failure_still_shrinks(monke
 
 def test_a_cell_shows_the_shrunk_drawn_example_and_the_edge_only_when_no_draw_fails():
     everywhere = run_cell(Cell("mutant.wrong_surrogate_slope", "eager", "grad_matches_spec", "cpu", "float32"))
-    far_only = run_cell(Cell("mutant.wrong_far_from_threshold", "eager", "grad_matches_spec", "cpu", "float32"))
-    assert everywhere.outcome == far_only.outcome == "fail"
+    edge_only = Cell("mutant.rounds_ties_up", "eager", "forward_matches_spec", "cpu", "float32")
+    ties = run_cell(edge_only)
+    assert everywhere.outcome == ties.outcome == "fail"
     assert "shape=(2, 10)" not in everywhere.example, everywhere.example  # shrunk from the draws
-    assert "shape=(2, 10)" in far_only.example, far_only.example  # the surrogate edge example
+    subject = registry.subjects()[edge_only.subject]
+    edges = [e.describe() for e in registry.specs()[subject.spec].edges(**subject.fixed)]
+    assert ties.example in edges, ties.example  # no draw reaches a tie: the failing edge example is shown
 
 
 @pytest.mark.parametrize("transform,check", [("nir_graph", "nir_graph_matches_module"),

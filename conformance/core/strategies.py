@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from typing import Any, Iterator, Mapping, Sequence
 
 import torch
@@ -93,6 +94,23 @@ def tensors(draw, shape: Sequence[int] | SearchStrategy, *, min_value: float = -
     if never_all_zero and numel and all(v == 0.0 for v in values):
         values[0] = max_value if max_value != 0 else min_value
     return torch.tensor(values, dtype=torch.float64).reshape(shape)
+
+
+@st.composite
+def magnified(draw, x: torch.Tensor, *, low: float = 10.0, high: float = 1e4) -> torch.Tensor:
+    """``x`` as drawn, or (half the time) with some of its elements moved to magnitudes log-uniform in
+    ``[low, high]``, keeping their signs: inputs over the whole domain of a function defined for any finite input,
+    while the rest of the example stays where its decision points are. ``low`` must lie past every decision point
+    the caller drew ``x`` away from."""
+    if not x.numel() or not draw(st.booleans()):
+        return x
+    chosen = draw(st.lists(st.booleans(), min_size=x.numel(), max_size=x.numel()))
+    exponents = draw(st.lists(st.floats(math.log10(low), math.log10(high)), min_size=x.numel(), max_size=x.numel()))
+    flat = x.flatten().clone()
+    for i, (pick, exponent) in enumerate(zip(chosen, exponents)):
+        if pick and flat[i] != 0:
+            flat[i] = math.copysign(10.0 ** exponent, float(flat[i]))
+    return flat.reshape(x.shape)
 
 
 @st.composite

@@ -30,13 +30,13 @@ from reference import surrogate as S
 _SURROGATE_PARAMS: dict[str, dict[str, st.SearchStrategy]] = {
     "heaviside": {},
     "straight_through": {},
-    "fast_sigmoid": {"alpha": st.floats(0.5, 30.0)},
-    "atan": {"alpha": st.floats(0.5, 5.0)},
-    "sigmoid": {"alpha": st.floats(0.5, 30.0)},
+    "fast_sigmoid": {"alpha": st.floats(0.5, 100.0)},
+    "atan": {"alpha": st.floats(0.5, 30.0)},
+    "sigmoid": {"alpha": st.floats(0.5, 100.0)},
     "triangular": {"alpha": st.floats(0.1, 2.0)},
     "rectangular": {"alpha": st.floats(0.2, 4.0)},
     "piecewise_quadratic": {"alpha": st.floats(0.2, 4.0)},
-    "spike_rate_escape": {"alpha": st.floats(0.5, 30.0), "beta": st.floats(0.2, 3.0)},
+    "spike_rate_escape": {"alpha": st.floats(0.5, 100.0), "beta": st.floats(0.2, 10.0)},
     "single_exponential": {"width": st.floats(0.1, 2.0), "scale": st.floats(0.2, 3.0)},
     "multi_gaussian": {"mu": st.floats(-0.5, 0.5), "sigma": st.floats(0.1, 1.0), "h": st.floats(0.0, 0.5),
                        "s": st.floats(1.5, 8.0), "scale": st.floats(0.2, 3.0)},
@@ -56,7 +56,8 @@ def surrogate_kinks(name: str, hyper: Mapping[str, Any]) -> tuple[float, ...]:
 
 
 def surrogate_examples(name: str, **fixed: Any) -> st.SearchStrategy[Example]:
-    """Examples for ``surrogate.<name>``: ``x`` of shape ``(B, ...)`` in ``[-3, 3]``, away from the kinks."""
+    """Examples for ``surrogate.<name>``: ``x`` of shape ``(B, ...)`` in ``[-3, 3]``, away from the kinks, with some
+    elements at magnitudes 10 to 1e4 in half the examples."""
     params = _SURROGATE_PARAMS[name]
     cs.check_fixed(fixed, ("strict", *params), f"surrogate.{name}")
 
@@ -66,7 +67,7 @@ def surrogate_examples(name: str, **fixed: Any) -> st.SearchStrategy[Example]:
         hyper["strict"] = draw(cs.hyper(fixed, "strict", st.booleans()))
         shape = draw(cs.shapes(min_dims=1, max_dims=3, max_side=3))
         x = draw(cs.tensors(shape, min_value=-3.0, max_value=3.0, away_from=surrogate_kinks(name, hyper)))
-        return Example(x, {}, hyper)
+        return Example(draw(cs.magnified(x)), {}, hyper)  # past every kink (the farthest: 5)
 
     return draw_example()
 

@@ -34,6 +34,14 @@ def _maybe_zeros(draw, t: torch.Tensor) -> torch.Tensor:
     return torch.where(mask.reshape(t.shape), t, torch.zeros_like(t))
 
 
+@st.composite
+def _seeded_zeros(draw, t: torch.Tensor) -> torch.Tensor:
+    """Exact zeros in every seventh element from a drawn offset (a wide tensor's :func:`_maybe_zeros`)."""
+    flat = t.flatten().clone()
+    flat[draw(st.integers(0, 6))::7] = 0.0
+    return flat.reshape(t.shape)
+
+
 def _draw_shape(draw, batch: int, *, max_dims: int = 2, max_side: int = 4) -> tuple:
     return (batch,) + tuple(draw(S.shapes(min_dims=0, max_dims=max_dims, max_side=max_side)))
 
@@ -78,7 +86,7 @@ def _sign_examples(fn):
             if fn in (quant.approx_sign, quant.sign_hardtanh_ste):
                 edges += [1.0, -1.0]
             shape = _draw_shape(draw, draw(_batch(fixed)))
-            x = draw(S.tensors(shape, away_from=edges, eps=_FAR))
+            x = draw(S.magnified(draw(S.tensors(shape, away_from=edges, eps=_FAR))))  # past every threshold
             return Example(draw(_maybe_zeros(x)), {}, hyper)
 
         return draw_example()
@@ -95,8 +103,9 @@ def _edge_rows(values, fixed, *, batch: int = 2) -> torch.Tensor:
 
 
 #: x of the sign family's edge examples: 0 and -0 (the zero_value convention), the clip and window edges
-#: (0.5, 1, 2: the thresholds drawn), and magnitudes to 1e4; all but 1e4 exact in bfloat16.
-SIGN_EDGE_X = (0.0, -0.0, *(sign * v for v in (2.0 ** -10, 0.5, 1.0, 2.0, 10.0, 1e4) for sign in (1.0, -1.0)))
+#: (0.5, 1, 2: the thresholds drawn), 1.5 between them (inside a window of 2, outside one of 1), and magnitudes to
+#: 1e4; all but 1e4 exact in bfloat16.
+SIGN_EDGE_X = (0.0, -0.0, *(sign * v for v in (2.0 ** -10, 0.5, 1.0, 1.5, 2.0, 10.0, 1e4) for sign in (1.0, -1.0)))
 
 
 def _sign_edges(fn):
@@ -420,7 +429,9 @@ def pack_signs_examples(**fixed):
         word_bits = draw(S.hyper(fixed, "word_bits", st.sampled_from(packing.WORD_BITS)))
         pad = draw(S.hyper(fixed, "pad", st.sampled_from([-1.0, 1.0])))
         dim = draw(S.hyper(fixed, "dim", st.sampled_from([-1, -2])))
-        length = word_bits if pad is None else draw(st.integers(1, 20))
+        words = draw(st.integers(1, 3))  # past one word with a tail, as the edges, but drawn
+        length = word_bits * words if pad is None else draw(st.integers(1, 20) if words == 1 else
+                                                             st.integers(word_bits + 1, 3 * word_bits))
         other = draw(st.integers(1, 2))
         shape = (draw(_batch(fixed)), other, length) if dim == -1 else (draw(_batch(fixed)), length, other)
         return Example(draw(S.signs(shape)), {}, dict(dim=dim, word_bits=word_bits,
@@ -435,13 +446,20 @@ def binary_matmul_examples(**fixed):
 
     @st.composite
     def draw_example(draw):
-        k = draw(st.integers(1, 12))
-        shape = (draw(_batch(fixed)),) + ((2,) if draw(st.booleans()) else ()) + (k,)
-        x = draw(S.tensors(shape, away_from=(0.0,)))
-        w = draw(S.tensors((draw(st.integers(1, 3)), k), away_from=(0.0,)))
         hyper = dict(zero_value=draw(S.hyper(fixed, "zero_value", st.sampled_from([1.0, -1.0]))),
                      word_bits=draw(S.hyper(fixed, "word_bits", st.sampled_from(packing.WORD_BITS))),
                      bit_order=draw(S.hyper(fixed, "bit_order", st.sampled_from(packing.BIT_ORDERS))))
+        wide = draw(st.booleans())  # K under one word, or past it with a tail up to three words
+        word_bits = hyper["word_bits"]
+        k = draw(st.integers(word_bits + 1, 3 * word_bits) if wide else st.integers(1, 12))
+        shape = (draw(_batch(fixed)),) + ((2,) if draw(st.booleans()) else ()) + (k,)
+        n = draw(st.integers(1, 3))
+        if wide:  # seeded (an element-by-element draw of a few hundred values overruns hypothesis' buffer)
+            x = draw(_seeded_tensors(shape, away_from=(0.0,), eps=0.02, salt=2))
+            w = draw(_seeded_tensors((n, k), away_from=(0.0,), eps=0.02, salt=3))
+            return Example(draw(_seeded_zeros(x)), {"w": draw(_seeded_zeros(w))}, hyper)
+        x = draw(S.tensors(shape, away_from=(0.0,)))
+        w = draw(S.tensors((n, k), away_from=(0.0,)))
         return Example(draw(_maybe_zeros(x)), {"w": draw(_maybe_zeros(w))}, hyper)
 
     return draw_example()
@@ -539,11 +557,14 @@ def binary_linear_examples(**fixed):
     @st.composite
     def draw_example(draw):
         hyper = _layer_hyper(draw, fixed)
-        k = draw(S.hyper(fixed, "in_features", st.integers(1, 6)))
+        # K under one 32-bit word, or past it with a tail up to three words (drawn from a seed)
+        k = draw(S.hyper(fixed, "in_features", st.integers(1, 6) | st.integers(33, 96)))
         n = draw(S.hyper(fixed, "out_features", st.integers(1, 4)))
         shape = (draw(_batch(fixed)),) + ((2,) if draw(S.hyper(fixed, "inner_dim", st.booleans())) else ()) + (k,)
-        wide = "in_features" in fixed
+        wide = "in_features" in fixed or k > 32
         x = draw((_seeded_tensors if wide else S.tensors)(shape, away_from=_input_edges(hyper), eps=_FAR))
+        if wide and "in_features" not in fixed and hyper["input_quant"] == "none":
+            x = (x * 4).round() / 4  # quarters: a wide float sum is then exact in float32 (see _with_edges)
         if wide:
             weight = _seeded_tensors((n, k), away_from=(0.0,), salt=1)
         else:
