@@ -70,6 +70,11 @@ def device_unsupported(device: torch.device) -> str | None:
     return f"no Triton kernels for device type {device.type!r}"
 
 
+#: Launch compiled kernels directly once their key is trusted (see :class:`Kernel`); ``QSNN_KERNELS_DIRECT_LAUNCH=0``
+#: always goes through Triton's ``JITFunction.run`` (the benchmark measures both).
+DIRECT_LAUNCH = os.environ.get("QSNN_KERNELS_DIRECT_LAUNCH", "1") != "0"
+
+
 class Kernel:
     """One Triton kernel source, launched compiled (CUDA) or interpreted (CPU) by the device of its tensors.
 
@@ -117,6 +122,9 @@ class Kernel:
         self._interpreted[grid](*args, **kwargs)
 
     def _launch(self, index: int, grid: tuple, args: tuple, kwargs: dict) -> None:
+        if not DIRECT_LAUNCH:
+            self._compiled[grid](*args, **kwargs)
+            return
         key = launch_key(index, args, kwargs)
         entry = self._launchers.get(key)
         if entry is not None and entry[1]:

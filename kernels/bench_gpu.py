@@ -586,6 +586,16 @@ def host():
         row[f"{name}_bf16_fwd_us"] = _time(fwd_b, inner=50) * 1e3
         row[f"{name}_bf16_fwdbwd_us"] = _time(lambda fn=fn, kw=kw: torch.autograd.grad(fn(xbg, **kw), xbg, gyb),
                                               inner=50) * 1e3
+    from kernels import _runtime
+
+    for direct in (False, True):  # Triton's own launch path against the direct launch, side by side
+        _runtime.DIRECT_LAUNCH = direct
+        tag = "direct" if direct else "triton_run"
+        for name, fn, kw in (("leaky", L.leaky, params), ("sj_lif", L.sj_lif, {})):
+            row[f"{name}_fwdbwd_{tag}_us"] = _time(lambda fn=fn, kw=kw: torch.autograd.grad(fn(xg, **kw), xg, gy),
+                                                   inner=50) * 1e3
+        row[f"sign_rows_{tag}_us"] = _time(lambda: B.sign_rows(xs, 1.0), inner=50) * 1e3
+    _runtime.DIRECT_LAUNCH = True
     RESULTS["host"] = row
     print("host", {k: round(v, 1) for k, v in row.items()}, flush=True)
     _host_large(row, params)

@@ -67,3 +67,11 @@ def test_a_kernel_that_differs_on_the_second_call_is_never_launched_directly(mon
     for _ in range(3):
         k._launch(0, (1,), (x, 64), {"BLOCK": 16})
     assert fast == []
+
+
+def test_the_direct_launch_can_be_turned_off(monkeypatch):
+    k, fast = _kernel(monkeypatch)
+    monkeypatch.setattr(R, "DIRECT_LAUNCH", False)
+    for _ in range(4):
+        k._launch(0, (1,), (torch.zeros(64), 64), {"BLOCK": 16})
+    assert k._compiled.calls == 4 and fast == []
