@@ -70,9 +70,10 @@ def device_unsupported(device: torch.device) -> str | None:
     return f"no Triton kernels for device type {device.type!r}"
 
 
-#: Launch compiled kernels directly once their key is trusted (see :class:`Kernel`); ``QSNN_KERNELS_DIRECT_LAUNCH=0``
-#: always goes through Triton's ``JITFunction.run`` (the benchmark measures both).
-DIRECT_LAUNCH = os.environ.get("QSNN_KERNELS_DIRECT_LAUNCH", "1") != "0"
+#: Launch compiled kernels directly once their key is trusted (see :class:`Kernel`): ``QSNN_KERNELS_DIRECT_LAUNCH=1``.
+#: Off by default until a GPU run has verified it (docs/kernels.md); off, every launch goes through Triton's
+#: ``JITFunction.run``. The benchmark measures both.
+DIRECT_LAUNCH = os.environ.get("QSNN_KERNELS_DIRECT_LAUNCH", "0") == "1"
 
 
 class Kernel:
