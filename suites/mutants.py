@@ -504,10 +504,32 @@ class SignByDivision(nn.Module):
         return quant.binarize_weight(x, **self.hyper).abs() * (x / x.abs())
 
 
+class RunningShift(nn.Module):
+    """Subtracts a running mean of its training inputs, updated on every training call before use (as a quantizer
+    that collects statistics does), kept in a registered buffer: the state_dict carries what use changed. The
+    control of the state_dict comparison: its next call after use differs from a fresh module's first call."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("running", torch.zeros(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            self.running = 0.5 * self.running + 0.5 * x.detach().mean()
+        return x - self.running
+
+
+class RunningShiftOutsideStateDict(RunningShift):
+    """The running mean kept as a plain attribute: load_state_dict cannot restore it."""
+
+    def __init__(self):
+        nn.Module.__init__(self)
+        self.running = torch.zeros(())
+
+
 def _subject(name: str, spec: str, build, *, fixed=None, param_map=None, protocol=None) -> Subject:
     return Subject(id=f"mutant.{name}", spec=spec, build=build, fixed=fixed or {}, param_map=param_map or {},
                    library="mutants", protocol=protocol)
-
 
 
 # ------------------------------------------------------------------------------------------------ NIR exchange
@@ -682,6 +704,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("marks_swapped_parameters", "neuron.leaky", MarksSwappedParameters, fixed=dict(_LEAKY),
                     param_map={"beta": "beta", "threshold": "threshold"}),
            "functional_call", "no_state_leak", "state-leak", "a buffer written only while the parameters are swapped"),
+    Mutant(_subject("statistics_outside_state_dict", "model.image_classifier",
+                    lambda ex: RunningShiftOutsideStateDict()),
+           "state_dict", "preserves_forward", "transform-changed-forward",
+           "running statistics kept outside the state_dict: a loaded copy does not compute what the source does"),
     Mutant(_subject("unwraps_on_eval", "quant.sign_ste", lambda ex: UnwrapsOnEval(), fixed=_SIGN),
            "module_contract", "module_contract", "module-method-returned-other", "eval() returns the wrapped module"),
     Mutant(_subject("forward_only_wrong_forward", "quant.sign_ste", lambda ex: ForwardOnlyWrongForward(),

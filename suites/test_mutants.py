@@ -31,6 +31,23 @@ def test_mutant_is_caught(mutant):
         assert result.cause == mutant.cause, (mutant.defect, result.cause, result.message[:500])
 
 
+def test_state_dict_is_judged_against_the_sources_next_call():
+    """A module whose buffers change with use (running statistics) passes the state_dict column when its state_dict
+    carries them (the control of mutant.statistics_outside_state_dict), though its next call after use differs
+    from a fresh module's: the comparison is with the source's next call."""
+    from .mutants import RunningShift, _subject
+
+    x = torch.randn(2, 3, 16, 16)
+    used, fresh = RunningShift(), RunningShift()
+    used(x)
+    assert not torch.equal(used(x), fresh(x))  # a fresh module is not what the loaded copy must match
+    control = _subject("running_statistics_in_state_dict", "model.image_classifier", lambda ex: RunningShift())
+    registry.register(control)
+    for check in ("preserves_forward", "preserves_grad"):
+        result = run_cell(Cell(control.id, "state_dict", check, "cpu", "float32"))
+        assert result.outcome == "pass", result.message[:500]
+
+
 def test_every_check_has_a_mutant():
     covered = {m.check for m in MUTANTS}
     assert set(CHECKS) <= covered, f"checks without a mutant: {sorted(set(CHECKS) - covered)}"

@@ -64,9 +64,11 @@ def perturbed(example: Example, names, factor: float = 0.9) -> Example:
 
 
 def state_dict_roundtrip(ctx: Context) -> TransformRun:
-    """load_state_dict of a trained-looking module into a fresh one built with other values of its registered
-    parameters restores its outputs. (Values a library keeps outside its parameters, as constructor arguments, are
-    not the state_dict's to carry: the target is built with them unchanged.)"""
+    """load_state_dict of a used module into a fresh one built with other values of its registered parameters makes
+    it compute what the source computes next: the comparison is with the source's own next call, not with a fresh
+    module, since what use changed in the module's buffers (running statistics, a scale initialised from the first
+    batch) is the state_dict's to carry. (Values a library keeps outside its parameters, as constructor arguments,
+    are not: the target is built with them unchanged.)"""
     source = build(ctx)
     after_use(ctx, source)
     target = build(ctx, perturbed(ctx.example, ctx.subject.param_map))
@@ -74,7 +76,7 @@ def state_dict_roundtrip(ctx: Context) -> TransformRun:
         state = source.state_dict()
         target.load_state_dict(state)
     result = run_forward_backward(ctx, target, target, name="state_dict")
-    result.against = eager(ctx)
+    result.against = eager(ctx, source)
     return result
 
 
