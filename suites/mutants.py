@@ -527,6 +527,13 @@ class RunningShiftOutsideStateDict(RunningShift):
         self.running = torch.zeros(())
 
 
+class RunningShiftResetOnCopy(RunningShift):
+    """A deepcopy starts its running mean afresh (a ``__deepcopy__`` that rebuilds the module from its arguments)."""
+
+    def __deepcopy__(self, memo):
+        return type(self)()
+
+
 def _subject(name: str, spec: str, build, *, fixed=None, param_map=None, protocol=None) -> Subject:
     return Subject(id=f"mutant.{name}", spec=spec, build=build, fixed=fixed or {}, param_map=param_map or {},
                    library="mutants", protocol=protocol)
@@ -708,6 +715,9 @@ MUTANTS: tuple[Mutant, ...] = (
                     lambda ex: RunningShiftOutsideStateDict()),
            "state_dict", "preserves_forward", "transform-changed-forward",
            "running statistics kept outside the state_dict: a loaded copy does not compute what the source does"),
+    Mutant(_subject("statistics_lost_by_deepcopy", "model.image_classifier", lambda ex: RunningShiftResetOnCopy()),
+           "deepcopy_used", "preserves_forward", "transform-changed-forward",
+           "a deepcopy of a used module starts its running statistics afresh"),
     Mutant(_subject("unwraps_on_eval", "quant.sign_ste", lambda ex: UnwrapsOnEval(), fixed=_SIGN),
            "module_contract", "module_contract", "module-method-returned-other", "eval() returns the wrapped module"),
     Mutant(_subject("forward_only_wrong_forward", "quant.sign_ste", lambda ex: ForwardOnlyWrongForward(),

@@ -31,10 +31,10 @@ def test_mutant_is_caught(mutant):
         assert result.cause == mutant.cause, (mutant.defect, result.cause, result.message[:500])
 
 
-def test_state_dict_is_judged_against_the_sources_next_call():
-    """A module whose buffers change with use (running statistics) passes the state_dict column when its state_dict
-    carries them (the control of mutant.statistics_outside_state_dict), though its next call after use differs
-    from a fresh module's: the comparison is with the source's next call."""
+def test_copies_are_judged_against_the_sources_next_call():
+    """A module whose buffers change with use (running statistics) passes the state_dict and copy columns when they
+    carry them (the control of mutants statistics_outside_state_dict and statistics_lost_by_deepcopy), though its
+    next call after use differs from a fresh module's: the comparison is with the source's next call."""
     from .mutants import RunningShift, _subject
 
     x = torch.randn(2, 3, 16, 16)
@@ -43,9 +43,10 @@ def test_state_dict_is_judged_against_the_sources_next_call():
     assert not torch.equal(used(x), fresh(x))  # a fresh module is not what the loaded copy must match
     control = _subject("running_statistics_in_state_dict", "model.image_classifier", lambda ex: RunningShift())
     registry.register(control)
-    for check in ("preserves_forward", "preserves_grad"):
-        result = run_cell(Cell(control.id, "state_dict", check, "cpu", "float32"))
-        assert result.outcome == "pass", result.message[:500]
+    for transform in ("state_dict", "deepcopy_used", "pickle_used"):
+        for check in ("preserves_forward", "preserves_grad"):
+            result = run_cell(Cell(control.id, transform, check, "cpu", "float32"))
+            assert result.outcome == "pass", (transform, check, result.message[:500])
 
 
 def test_every_check_has_a_mutant():

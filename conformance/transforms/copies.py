@@ -35,12 +35,12 @@ def _copy_transform(name: str, copier: Callable[[nn.Module], nn.Module],
         with stage(name):
             clone = copier(original)
         result = run_forward_backward(ctx, clone, clone, name=name)
-        result.against = eager(ctx)
+        result.against = eager(ctx, original)
         result.findings.copy_pair = (original, clone)
         return result
 
     transform.__name__ = name
-    transform.__doc__ = f"{name}: the copy computes what a fresh module computes, and shares no tensor with it."
+    transform.__doc__ = f"{name}: the copy computes what its original computes next, and shares no tensor with it."
     return transform
 
 
