@@ -81,10 +81,10 @@ class Kernel:
 
     A CUDA launch through ``JITFunction.run`` binds and specializes every argument, builds the cache key and the
     launch metadata in Python on every call, which costs more host time than the kernels' own GPU time at small
-    sizes. So each compiled kernel Triton returns is kept under a key that holds at least what Triton specializes
-    on (the device, every tensor's dtype and 16-byte alignment, every other argument's type and value, the keyword
-    arguments), and a later call with that key launches it directly (``launch_fast``). A key is trusted only after
-    Triton's own path returned the same compiled kernel for it twice."""
+    sizes. With ``DIRECT_LAUNCH`` on (opt-in), each compiled kernel Triton returns is kept under a key that holds at
+    least what Triton specializes on (the device, every tensor's dtype and 16-byte alignment, every other argument's
+    type and value, the keyword arguments), and a later call with that key launches it directly (``launch_direct``).
+    A key is trusted only after Triton's own path returned the same compiled kernel for it twice."""
 
     #: keys kept per kernel (sizes enter the key, so a long run of new shapes must not grow it without bound)
     MAX_KEYS = 512
@@ -129,7 +129,7 @@ class Kernel:
         key = launch_key(index, args, kwargs)
         entry = self._launchers.get(key)
         if entry is not None and entry[1]:
-            launch_fast(entry[0], grid, index, self._values(args, kwargs))
+            launch_direct(entry[0], grid, index, self._values(args, kwargs))
             return
         compiled = self._compiled[grid](*args, **kwargs)
         if entry is None:
@@ -162,7 +162,7 @@ def launch_key(index: int, args: tuple, kwargs: dict) -> tuple:
     return tuple(parts)
 
 
-def launch_fast(compiled: Any, grid: tuple, index: int, values: list) -> None:
+def launch_direct(compiled: Any, grid: tuple, index: int, values: list) -> None:
     """Launch an already compiled kernel as Triton's ``JITFunction.run`` does after its cache lookup (triton 3.6
     to 3.9: ``CompiledKernel.run`` with the grid, stream, function, packed metadata, launch metadata and hooks,
     then every parameter's value)."""

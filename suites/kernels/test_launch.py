@@ -33,7 +33,7 @@ def _kernel(monkeypatch):
     k._compiled, k._names = JitStandIn(), ("x_ptr", "n", "BLOCK")
     fast = []
     monkeypatch.setattr(R, "DIRECT_LAUNCH", True)
-    monkeypatch.setattr(R, "launch_fast", lambda compiled, grid, index, values: fast.append((compiled, values)))
+    monkeypatch.setattr(R, "launch_direct", lambda compiled, grid, index, values: fast.append((compiled, values)))
     return k, fast
 
 
