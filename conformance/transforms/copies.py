@@ -64,11 +64,11 @@ def perturbed(example: Example, names, factor: float = 0.9) -> Example:
 
 
 def state_dict_roundtrip(ctx: Context) -> TransformRun:
-    """load_state_dict of a used module into a fresh one built with other values of its registered parameters makes
-    it compute what the source computes next: the comparison is with the source's own next call, not with a fresh
-    module, since what use changed in the module's buffers (running statistics, a scale initialised from the first
-    batch) is the state_dict's to carry. (Values a library keeps outside its parameters, as constructor arguments,
-    are not: the target is built with them unchanged.)"""
+    """load_state_dict of a used module into a fresh one built with other parameter values makes it compute what
+    the source computes next. The comparison is with the source's own next call, not a fresh module: what use
+    changed in buffers (running statistics, a scale initialised from the first batch) is the state_dict's to carry.
+    (Values a library keeps outside its parameters, as constructor arguments, are not: the target is built with
+    them unchanged.)"""
     source = build(ctx)
     after_use(ctx, source)
     target = build(ctx, perturbed(ctx.example, ctx.subject.param_map))
