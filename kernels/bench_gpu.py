@@ -557,6 +557,7 @@ def host():
     import io
     import pstats
 
+    from kernels import _runtime
     from kernels import binary as B
     from kernels import lif as L
 
@@ -565,13 +566,15 @@ def host():
     gy = torch.randn_like(x)
     params = _leaky_params()
     row = {}
-    for name, fn, kw in (("leaky", L.leaky, params), ("sj_lif", L.sj_lif, {})):
-        def fwd(fn=fn, kw=kw):
-            with torch.no_grad():
-                return fn(x, **kw)
-        row[f"{name}_fwd_us"] = _time(fwd, inner=50) * 1e3
-        row[f"{name}_fwdbwd_us"] = _time(lambda fn=fn, kw=kw: torch.autograd.grad(fn(xg, **kw), xg, gy),
-                                         inner=50) * 1e3
+    xb, xbg, gyb = x.bfloat16(), xg.detach().bfloat16().requires_grad_(), gy.bfloat16()
+    for tag, (xi, xgi, gyi) in (("", (x, xg, gy)), ("_bf16", (xb, xbg, gyb))):
+        for name, fn, kw in (("leaky", L.leaky, params), ("sj_lif", L.sj_lif, {})):
+            def fwd(fn=fn, kw=kw, xi=xi):
+                with torch.no_grad():
+                    return fn(xi, **kw)
+            row[f"{name}{tag}_fwd_us"] = _time(fwd, inner=50) * 1e3
+            row[f"{name}{tag}_fwdbwd_us"] = _time(
+                lambda fn=fn, kw=kw, xgi=xgi, gyi=gyi: torch.autograd.grad(fn(xgi, **kw), xgi, gyi), inner=50) * 1e3
     xs = torch.randn(128, 256, dtype=torch.float16, device="cuda")
     ws = torch.randn(256, 256, dtype=torch.float16, device="cuda")
     row["binary_linear_op_fp8_us"] = _time(lambda: B.binary_linear_op(xs, ws, None, "ste", None, 1.0, "tensor"),
@@ -579,16 +582,7 @@ def host():
     row["sign_rows_us"] = _time(lambda: B.sign_rows(xs, 1.0), inner=50) * 1e3
     row["empty_like_us"] = _time(lambda: torch.empty_like(xs), inner=50) * 1e3
     row["autograd_grad_of_mul_us"] = _time(lambda: torch.autograd.grad(xg * 2.0, xg, gy), inner=50) * 1e3
-    xb, xbg, gyb = x.bfloat16(), xg.detach().bfloat16().requires_grad_(), gy.bfloat16()
-    for name, fn, kw in (("leaky", L.leaky, params), ("sj_lif", L.sj_lif, {})):
-        def fwd_b(fn=fn, kw=kw):
-            with torch.no_grad():
-                return fn(xb, **kw)
-        row[f"{name}_bf16_fwd_us"] = _time(fwd_b, inner=50) * 1e3
-        row[f"{name}_bf16_fwdbwd_us"] = _time(lambda fn=fn, kw=kw: torch.autograd.grad(fn(xbg, **kw), xbg, gyb),
-                                              inner=50) * 1e3
-    from kernels import _runtime
-
+    setting = _runtime.DIRECT_LAUNCH
     for direct in (False, True):  # Triton's own launch path against the direct launch, side by side
         _runtime.DIRECT_LAUNCH = direct
         tag = "direct" if direct else "triton_run"
@@ -596,7 +590,7 @@ def host():
             row[f"{name}_fwdbwd_{tag}_us"] = _time(lambda fn=fn, kw=kw: torch.autograd.grad(fn(xg, **kw), xg, gy),
                                                    inner=50) * 1e3
         row[f"sign_rows_{tag}_us"] = _time(lambda: B.sign_rows(xs, 1.0), inner=50) * 1e3
-    _runtime.DIRECT_LAUNCH = True
+    _runtime.DIRECT_LAUNCH = setting
     RESULTS["host"] = row
     print("host", {k: round(v, 1) for k, v in row.items()}, flush=True)
     _host_large(row, params)
