@@ -455,8 +455,8 @@ def binary_matmul_examples(**fixed):
         shape = (draw(_batch(fixed)),) + ((2,) if draw(st.booleans()) else ()) + (k,)
         n = draw(st.integers(1, 3))
         if wide:  # seeded (an element-by-element draw of a few hundred values overruns hypothesis' buffer)
-            x = draw(_seeded_tensors(shape, away_from=(0.0,), eps=0.02, salt=2))
-            w = draw(_seeded_tensors((n, k), away_from=(0.0,), eps=0.02, salt=3))
+            x = draw(_seeded_tensors(shape, away_from=(0.0,), salt=2))
+            w = draw(_seeded_tensors((n, k), away_from=(0.0,), salt=3))
             return Example(draw(_seeded_zeros(x)), {"w": draw(_seeded_zeros(w))}, hyper)
         x = draw(S.tensors(shape, away_from=(0.0,)))
         w = draw(S.tensors((n, k), away_from=(0.0,)))
@@ -564,7 +564,7 @@ def binary_linear_examples(**fixed):
         wide = "in_features" in fixed or k > 32
         x = draw((_seeded_tensors if wide else S.tensors)(shape, away_from=_input_edges(hyper), eps=_FAR))
         if wide and "in_features" not in fixed and hyper["input_quant"] == "none":
-            x = (x * 4).round() / 4  # quarters: a wide float sum is then exact in float32 (see _with_edges)
+            x = _quarters(x)
         if wide:
             weight = _seeded_tensors((n, k), away_from=(0.0,), salt=1)
         else:
@@ -581,14 +581,18 @@ def _beyond_one_word(value: int) -> bool:
     return value > 32
 
 
+def _quarters(t: torch.Tensor) -> torch.Tensor:
+    """``t`` rounded to quarters: a wide layer's float sums of them with +-1 weights are exact in float32, so a
+    float32 layer is not judged on float32 summation against the float64 spec."""
+    return (t * 4).round() / 4
+
 
 def _with_edges(t: torch.Tensor, hyper: dict) -> torch.Tensor:
     """``t`` with exact decision points put in (0, +-1, +-threshold) and, where the input is binarized, magnitudes
-    of 1e4. An input the layer does not binarize is rounded to quarters: its sums with +-1 weights are then exact in
-    float32, so a wide layer is not judged on float32 summation against the float64 spec."""
+    of 1e4. An input the layer does not binarize is rounded to quarters (:func:`_quarters`)."""
     flat = t.flatten().clone()
     if hyper["input_quant"] == "none":
-        flat = (flat * 4).round() / 4
+        flat = _quarters(flat)
     flat[::5] = 0.0
     t_abs = hyper["threshold"] or 0.5
     values = (1.0, -1.0, t_abs, -t_abs) + ((1e4, -1e4) if hyper["input_quant"] != "none" else ())
