@@ -31,19 +31,19 @@ class JitStandIn:
 def _kernel(monkeypatch):
     k = R.Kernel(lambda: None)
     k._compiled, k._names = JitStandIn(), ("x_ptr", "n", "BLOCK")
-    fast = []
+    direct = []
     monkeypatch.setattr(R, "DIRECT_LAUNCH", True)
-    monkeypatch.setattr(R, "launch_direct", lambda compiled, grid, index, values: fast.append((compiled, values)))
-    return k, fast
+    monkeypatch.setattr(R, "launch_direct", lambda compiled, grid, index, values: direct.append((compiled, values)))
+    return k, direct
 
 
 def test_a_key_is_trusted_after_triton_returned_the_same_kernel_twice(monkeypatch):
-    k, fast = _kernel(monkeypatch)
+    k, direct = _kernel(monkeypatch)
     x = torch.zeros(64)
     for _ in range(4):
         k._launch(0, (1,), (x, 64), {"BLOCK": 16, "num_warps": 4})
-    assert k._compiled.calls == 2 and len(fast) == 2
-    assert fast[0][1] == [x, 64, 16]  # every parameter in order, the options (num_warps) left out
+    assert k._compiled.calls == 2 and len(direct) == 2
+    assert direct[0][1] == [x, 64, 16]  # every parameter in order, the options (num_warps) left out
 
 
 def test_whatever_triton_specializes_on_changes_the_key():
@@ -60,19 +60,19 @@ def test_whatever_triton_specializes_on_changes_the_key():
 
 
 def test_a_kernel_that_differs_on_the_second_call_is_never_launched_directly(monkeypatch):
-    k, fast = _kernel(monkeypatch)
+    k, direct = _kernel(monkeypatch)
     x = torch.zeros(64)
     returned = iter([CompiledStandIn(), CompiledStandIn(), CompiledStandIn()])
     k._compiled.__class__ = type("Fickle", (JitStandIn,), {"__getitem__": lambda self, grid: lambda *a, **kw: next(
         returned)})
     for _ in range(3):
         k._launch(0, (1,), (x, 64), {"BLOCK": 16})
-    assert fast == []
+    assert direct == []
 
 
 def test_the_direct_launch_can_be_turned_off(monkeypatch):
-    k, fast = _kernel(monkeypatch)
+    k, direct = _kernel(monkeypatch)
     monkeypatch.setattr(R, "DIRECT_LAUNCH", False)
     for _ in range(4):
         k._launch(0, (1,), (torch.zeros(64), 64), {"BLOCK": 16})
-    assert k._compiled.calls == 4 and fast == []
+    assert k._compiled.calls == 4 and direct == []
