@@ -438,6 +438,23 @@ class AutocastForgetsScale(nn.Module):
         return y * 0.5 if torch.is_autocast_enabled(x.device.type) else y
 
 
+class SignPart(nn.Module):
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=1.0)
+
+
+class SharesDefaultPart(nn.Module):
+    """A sign layer whose part is a default argument, evaluated once when the class is defined: every instance holds
+    the same part (as ``surrogate_function=Sigmoid()`` in a signature does)."""
+
+    def __init__(self, part: nn.Module = SignPart()):
+        super().__init__()
+        self.part = part
+
+    def forward(self, x):
+        return self.part(x)
+
+
 class ExportPathDropsZeroValue(nn.Module):
     """A separate path for export (``torch.compiler.is_exporting()``, as layers that swap their STE for a traceable
     op do) that maps sign(0) to 0 where the eager path gives +1: the exported model differs on exact zeros."""
@@ -517,6 +534,28 @@ class RunningShift(nn.Module):
         if self.training:
             self.running = 0.5 * self.running + 0.5 * x.detach().mean()
         return x - self.running
+
+
+class RunningShiftInPlace(RunningShift):
+    """RunningShift updating its buffer in place, as BatchNorm does: running its export updates the source's
+    buffer (torch.export shares it) with exactly the eager update. The control of ``export_path_updates_statistics``."""
+
+    def _momentum(self) -> float:
+        return 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            m = self._momentum()
+            self.running.mul_(1 - m).add_(m * x.detach().mean())
+        return x - self.running
+
+
+class ExportPathUpdatesStatisticsOtherwise(RunningShiftInPlace):
+    """Its export path (``torch.compiler.is_exporting()``) updates the running mean with another momentum: running
+    the exported module leaves the source's buffer at a value no eager forward gives."""
+
+    def _momentum(self) -> float:
+        return 0.9 if torch.compiler.is_exporting() else 0.5
 
 
 class RunningShiftOutsideStateDict(RunningShift):
@@ -745,6 +784,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("autocast_forgets_scale", "quant.sign_ste", lambda ex: AutocastForgetsScale(), fixed=_SIGN),
            "autocast_bf16", "preserves_forward", "transform-changed-forward",
            "mixed-precision path drops the output scaling", device="cuda"),
+    Mutant(_subject("shares_default_part", "quant.sign_ste", lambda ex: SharesDefaultPart(), fixed=_SIGN),
+           "module_contract", "independent_builds", "module-shared-between-builds",
+           "every instance holds the one part its default argument made"),
+    Mutant(_subject("export_path_updates_statistics", "model.image_classifier",
+                    lambda ex: ExportPathUpdatesStatisticsOtherwise()),
+           "export", "no_state_leak", "state-leak",
+           "the export path updates the shared running mean with another momentum than the eager forward"),
     Mutant(_subject("export_path_drops_zero_value", "quant.sign_ste", lambda ex: ExportPathDropsZeroValue(),
                     fixed=_SIGN),
            "onnx", "preserves_forward", "transform-changed-forward",

@@ -49,6 +49,21 @@ def test_copies_are_judged_against_the_sources_next_call():
             assert result.outcome == "pass", (transform, check, result.message[:500])
 
 
+def test_an_export_that_updates_the_shared_buffers_as_eager_does_leaks_nothing():
+    """Running an exported module updates the source's buffers (torch.export shares them, as a BatchNorm's running
+    statistics show): a buffer left at the eager forward's own value passes no_state_leak (the control of mutant
+    export_path_updates_statistics), and the source's buffer did change."""
+    from .mutants import RunningShiftInPlace, _subject
+
+    bn, x = torch.nn.BatchNorm1d(3), torch.randn(4, 3)
+    torch.export.export(bn, (x,)).module()(x)
+    assert bn.num_batches_tracked.item() == 1  # torch's behaviour the check allows for
+    control = _subject("running_statistics_in_place", "model.image_classifier", lambda ex: RunningShiftInPlace())
+    registry.register(control)
+    result = run_cell(Cell(control.id, "export", "no_state_leak", "cpu", "float32"))
+    assert result.outcome == "pass", result.message[:500]
+
+
 def test_every_check_has_a_mutant():
     covered = {m.check for m in MUTANTS}
     assert set(CHECKS) <= covered, f"checks without a mutant: {sorted(set(CHECKS) - covered)}"

@@ -1,4 +1,4 @@
-"""The nn.Module contract: chaining methods return the module itself."""
+"""The nn.Module contract: chaining methods return the module itself; separate builds share no part."""
 
 from __future__ import annotations
 
@@ -17,4 +17,15 @@ def check_module_contract(ctx: Context, out: TransformRun, truth: Truth, transfo
     return 0
 
 
-CHECKS = (Check("module_contract", check_module_contract),)
+def check_independent_builds(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+    """Two modules built separately share no submodule instance: a hook, an attribute or a mode set on one module's
+    part would reach the other (a default argument such as ``surrogate_function=Sigmoid()`` is evaluated once)."""
+    if out.findings.shared_between_builds is None:
+        raise RuntimeError(f"{transform} recorded no comparison of two builds")
+    if out.findings.shared_between_builds:
+        raise CheckFailed("module-shared-between-builds", "two separately built modules hold the same instance of "
+                          + ", ".join(out.findings.shared_between_builds))
+    return 0
+
+
+CHECKS = (Check("module_contract", check_module_contract), Check("independent_builds", check_independent_builds))

@@ -43,6 +43,8 @@ CAUSES: dict[str, str] = {
     "module-method-returned-other": "a chaining nn.Module method (eval, train, to, float, ...) returned another "
                                     "object than the module itself",
     "module-method-failed": "a chaining nn.Module method (eval, train, to, float, ...) raised",
+    "module-shared-between-builds": "two separately built modules hold one instance of a submodule: a hook, "
+                                    "attribute or mode set on one reaches the other",
     "state-dict-mismatch": "load_state_dict into a fresh instance failed or did not restore the outputs",
     "functional-call-failed": "torch.func.functional_call raised",
     "vmap-unsupported": "torch.func.vmap raised",

@@ -29,6 +29,29 @@ def image_examples(**fixed):
     return draw()
 
 
+def feature_examples(**fixed):
+    """Features ``(B, F)``: normal values with standard deviation 2, every fifth exactly 0, one at -1e4 or 1e4 in
+    half the examples (a quantizer's clipping range); ``features`` (default 4) and ``batch`` may be fixed."""
+    cs.check_fixed(fixed, ("batch", "features"), "model.features_layer")
+
+    @st.composite
+    def draw(draw_):
+        batch = draw_(cs.hyper(fixed, "batch", st.integers(1, 3)))
+        features = draw_(cs.hyper(fixed, "features", st.just(4)))
+        seed = draw_(st.integers(0, 2**16))
+        large = draw_(st.sampled_from([None, -1e4, 1e4]))
+        import torch
+
+        gen = torch.Generator().manual_seed(seed)
+        x = 2 * torch.randn((batch, features), generator=gen, dtype=torch.float64)
+        x.view(-1)[::5] = 0.0
+        if large is not None:
+            x.view(-1)[-1] = large
+        return Example(x, {}, {"seed": seed})
+
+    return draw()
+
+
 def _currents(spec_id: str, sample: tuple[int, ...], fixed: dict):
     """Input currents ``(T, B, *sample)`` in [0, 2) for a small spiking network, and the ``seed`` its weights are
     drawn from; ``steps`` and ``batch`` may be fixed."""
@@ -93,6 +116,9 @@ def network_weights(seed: int) -> tuple["torch.Tensor", "torch.Tensor"]:
 SPECS = (
     Spec(id="model.image_classifier", fn=None, examples=image_examples,
          doc="A whole image classifier (logits from images); no spec, judged by transform preservation only."),
+    Spec(id="model.features_layer", fn=None, examples=feature_examples,
+         doc="A library's layer as constructed by default (its own quantizers and scales) on features (B, F); no spec, "
+             "judged by transform preservation only."),
     Spec(id="model.snn_network", fn=None, examples=network_examples, time_dim=0, batch_dim=1,
          doc="A small spiking network of one library (Linear(4, 3) + a spiking layer, or + a leaky-integrator "
              "readout) over T steps: spikes, or the readout's membrane, (T, B, 3) from currents (T, B, 4); judged by "

@@ -18,11 +18,16 @@ Not declared, because no spec has brevitas' semantics and no hyperparameter make
   narrow-range integers with a constant scale (threshold ``scale / 2``), declared here as ``quant.uniform``;
 - stats-initialised/learned scales (``Int8ActPerTensorFloat``'s default, ``Int8WeightPerTensorFloat``).
 
+Declared without a spec: QuantLinear and QuantConv2d as constructed by default (``Int8WeightPerTensorFloat``
+weights, float input), every transform judged against the eager layer. The default QuantIdentity/QuantReLU (scales
+from the batch's statistics while training) are not declared yet (docs/depth.md, "What is still open").
+
 brevitas is imported only inside ``build``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator
 
 from hypothesis import strategies as st
@@ -151,6 +156,15 @@ _BINARY_FUNC = "reproducers/brevitas/binary_sign_ste_torch_func_without_setup_co
 _ROUND_FUNC = "reproducers/brevitas/round_ste_torch_func_without_setup_context.py"
 
 
+#: IntQuant's default argument, evaluated once: the integer activation quantizers without their own clamp share it
+_SHARED_CLAMP = Known(
+    transform="module_contract", check="independent_builds", cause="module-shared-between-builds",
+    link=f"{SOURCE}/core/quant/int_base.py", reproducer="reproducers/brevitas/int_quant_default_tensor_clamp_shared.py",
+    reason="IntQuant.__init__ declares tensor_clamp_impl: Module = TensorClamp(), a default argument evaluated once: "
+           "every integer activation quantizer built without its own clamp holds that one instance, so a hook, "
+           "mode or attribute set on one layer's clamp reaches all of them")
+
+
 #: bdpy's FeatureExtractor on a brevitas layer, asked for the layer and every submodule that runs (checked on 0.13.4).
 _BDPY = (
     Known(transform="bdpy_features", cause="hook-capture-mislabelled", link=POSITIONAL_LINK,
@@ -174,9 +188,10 @@ _VMAP_RENAME_211 = Known(
            "rule not implemented for aten::rename'); torch 2.13 gets past it to the setup_context error")
 
 
-def _subject(name: str, spec: str, build, *, known: tuple[Known, ...] = (), **fields) -> Subject:
+def _subject(name: str, spec: str, build, *, known: tuple[Known, ...] = (), bdpy: tuple[Known, ...] = _BDPY,
+             **fields) -> Subject:
     return Subject(id=f"brevitas.{name}", spec=spec, build=build, library=LIBRARY.name, requires=REQUIRES,
-                   known=(_VMAP_RENAME_211,) + known + _BDPY, **fields)
+                   known=(_VMAP_RENAME_211,) + known + bdpy, **fields)
 
 
 #: brevitas' QCDQ export handler asserts a bit width above 1 for every binary quantizer
@@ -186,6 +201,71 @@ _QCDQ_BINARY = Known(
     reason="export_onnx_qcdq raises 'Binary quant not supported' for a binary (1-bit) quantizer: binary layers export "
            "only through QONNX's BipolarQuant, a custom op onnxruntime does not run",
     reproducer="reproducers/brevitas/qcdq_binary_not_supported.py")
+
+
+def build_identity_default(example: Example) -> nn.Module:
+    from brevitas.nn import QuantIdentity
+
+    return QuantIdentity()
+
+
+def build_relu_default(example: Example) -> nn.Module:
+    from brevitas.nn import QuantReLU
+
+    return QuantReLU()
+
+
+def build_linear_default(example: Example) -> nn.Module:
+    """QuantLinear(4, 3) as constructed by default (Int8WeightPerTensorFloat weights, float input and bias), with
+    weights drawn from the example's seed."""
+    import torch
+    from brevitas.nn import QuantLinear
+
+    layer = QuantLinear(example.x.shape[-1], 3, bias=True)
+    gen = torch.Generator().manual_seed(example.hyper.get("seed", 0) + 5)
+    return _load(layer, {"weight": torch.randn(3, example.x.shape[-1], generator=gen, dtype=torch.float64),
+                         "bias": torch.randn(3, generator=gen, dtype=torch.float64)})
+
+
+def build_conv2d_default(example: Example) -> nn.Module:
+    """QuantConv2d(C, 2, 3) as constructed by default (Int8WeightPerTensorFloat weights), weights drawn from a fixed
+    seed."""
+    import torch
+    from brevitas.nn import QuantConv2d
+
+    layer = QuantConv2d(example.x.shape[-3], 2, 3, bias=True)
+    gen = torch.Generator().manual_seed(5)
+    return _load(layer, {"weight": torch.randn(2, example.x.shape[-3], 3, 3, generator=gen, dtype=torch.float64),
+                         "bias": torch.randn(2, generator=gen, dtype=torch.float64)})
+
+
+def _for_default_layers(known: Known, reproducer: str) -> Known:
+    return dataclasses.replace(known, reproducer=f"reproducers/brevitas/default_layers_{reproducer}.py")
+
+
+#: The configured layers' findings, shown again by the layers as constructed by default (their own reproducers)
+_DEFAULTS = (
+    _for_default_layers(_PICKLE, "pickle"),
+    _for_default_layers(_JIT_SCRIPT, "jit_script"),
+    Known(transform="jit_trace", check="preserves_grad", cause="transform-changed-grad",
+          link=f"{SOURCE}/function/ops_ste.py", reproducer="reproducers/brevitas/default_layers_jit_trace_gradient.py",
+          reason="while torch.jit tracing, brevitas' round_ste returns torch.round instead of the STE "
+                 "autograd.Function (a choice for ONNX export): the traced layer's gradients lose their "
+                 "straight-through part, only the scale's path is left"),
+)
+_DEFAULT_FUNC = "reproducers/brevitas/default_layers_torch_func_without_setup_context.py"
+_DEFAULT_WEIGHT_LAYERS = (*_DEFAULTS, _for_default_layers(_OPACUS, "opacus"),
+                          *_no_setup_context(_UINT_STE, _PER_SAMPLE, _DEFAULT_FUNC))
+_DEFAULT_ACTIVATIONS = (
+    *_DEFAULTS, _SHARED_CLAMP, *_no_setup_context(_UINT_STE, _FUNC, _DEFAULT_FUNC),
+    Known(transform="state_dict", check="preserves_grad", cause="transform-changed-grad",
+          link=f"{SOURCE}/core/scaling/standalone.py",
+          reproducer="reproducers/brevitas/default_act_state_dict_ends_calibration.py",
+          reason="the default activation scale is collected from the first 300 training batches; a state_dict taken "
+                 "before then saves the running statistic as the scale parameter (not the step count), and "
+                 "load_state_dict ends the collection: the restored layer keeps a fixed scale where its source goes "
+                 "on updating it from each batch, so their next training steps differ"),
+)
 
 
 def subjects() -> Iterator[Subject]:
@@ -198,13 +278,13 @@ def subjects() -> Iterator[Subject]:
                    known=(*_COMMON, *_no_setup_context("RoundSteFn", _FUNC, _ROUND_FUNC)))
     yield _subject("QuantIdentity[int]", "quant.uniform", build_identity_int,
                    fixed=dict(per_tensor, bits=st.integers(2, 4), signed=True, narrow_range=False),
-                   known=(*_COMMON, *_no_setup_context(_UINT_STE, _FUNC, _ROUND_FUNC)))
+                   known=(*_COMMON, *_no_setup_context(_UINT_STE, _FUNC, _ROUND_FUNC), _SHARED_CLAMP))
     yield _subject("QuantReLU", "quant.uniform", build_relu,
                    fixed=dict(per_tensor, bits=st.integers(1, 4), signed=False, narrow_range=False),
                    not_applicable={"grad_matches_spec": "QuantReLU quantizes relu(x): its gradient is 0 for "
                                    "-scale/2 < x <= 0, where the quantizer's STE (the spec) passes it; a different "
                                    "op by design, the forward is the spec's"},
-                   known=(*_COMMON, *_no_setup_context(_UINT_STE, _FUNC, _ROUND_FUNC)))
+                   known=(*_COMMON, *_no_setup_context(_UINT_STE, _FUNC, _ROUND_FUNC), _SHARED_CLAMP))
     binary = dict(input_quant="none", zero_value=1.0, weight_scaling="none", bias=True)
     yield _subject("QuantLinear[binary]", "layer.binary_linear", build_linear_binary, fixed=binary,
                    param_map={"weight": "weight", "bias": "bias"},
@@ -214,3 +294,15 @@ def subjects() -> Iterator[Subject]:
                    fixed=dict(binary, pad_value=0.0), param_map={"weight": "weight", "bias": "bias"},
                    known=(*_BINARY_WEIGHT, _OPACUS, *_no_setup_context(_WEIGHT_STE, _PER_SAMPLE, _BINARY_FUNC),
                           _QCDQ_BINARY))
+    # brevitas' layers as constructed by default: no spec fits (scales from the batch's or the weight's statistics),
+    # so every transform is judged against the eager layer. The activation quantizers' parts run once per forward,
+    # so bdpy pairs their features right and its by-reference finding (transforms/bdpy.py) shows instead.
+    opaque = {"eager:output_dtype": "an opaque spec (fn=None) declares no output dtype"}
+    weights = {"weight": "weight", "bias": "bias"}
+    for name, build in (("QuantIdentity[default]", build_identity_default), ("QuantReLU[default]", build_relu_default)):
+        yield _subject(name, "model.features_layer", build, not_applicable=opaque, known=_DEFAULT_ACTIVATIONS,
+                       bdpy=_BDPY[1:])
+    yield _subject("QuantLinear[default]", "model.features_layer", build_linear_default, not_applicable=opaque,
+                   param_map=weights, known=_DEFAULT_WEIGHT_LAYERS)
+    yield _subject("QuantConv2d[default]", "model.image_classifier", build_conv2d_default, not_applicable=opaque,
+                   fixed={"channels": 1, "size": 6}, param_map=weights, known=_DEFAULT_WEIGHT_LAYERS)

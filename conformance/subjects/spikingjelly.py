@@ -68,6 +68,15 @@ def _common(hyper: dict[str, Any], step_mode: str) -> dict[str, Any]:
                 surrogate_function=_surrogate(hyper), detach_reset=bool(hyper["detach_reset"]), step_mode=step_mode)
 
 
+def _default_builder(class_name: str, persist: bool = False):
+    def build(example: Example) -> nn.Module:
+        from spikingjelly.activation_based import neuron
+
+        return NodeOverTime(getattr(neuron, class_name)(), "s", persist)
+
+    return build
+
+
 def _if_builder(step_mode: str, persist: bool = False):
     def build(example: Example) -> nn.Module:
         from spikingjelly.activation_based import neuron
@@ -245,6 +254,15 @@ def build_conv_network(example: Example) -> nn.Module:
                    _run_network)
 
 
+#: BaseNode's default argument, evaluated once: every node built without its own surrogate shares one
+_SHARED_SURROGATE = Known(
+    transform="module_contract", check="independent_builds", cause="module-shared-between-builds",
+    link=f"{_SRC}/neuron.py", reproducer="reproducers/spikingjelly/default_surrogate_shared.py",
+    reason="the nodes declare surrogate_function=surrogate.Sigmoid() as a default argument, evaluated once: every "
+           "node built without its own surrogate holds that one module, so setting one node's surrogate alpha (or a "
+           "hook on it) changes every such node")
+
+
 def subjects() -> Iterator[Subject]:
     # a small network for the exchange columns (NIR): model.snn_network
     network = exchange_network(LIBRARY.name, REQUIRES)
@@ -271,6 +289,16 @@ def subjects() -> Iterator[Subject]:
                       build=_plif_builder(step_mode), param_map={"w": "node.w"},
                       protocol=CallProtocol(_plif_builder(step_mode, persist=True)),
                       known=_known_node(learnable=True) + bdpy, **node)
+    # the nodes as constructed by default (tau 2, threshold 1, reset to 0, Sigmoid(alpha=4), single-step): the
+    # spec's hyperparameters fixed at those defaults
+    defaults = dict(v_threshold=1.0, v_reset=0.0, detach_reset=False, surrogate="sigmoid", surrogate_alpha=4.0,
+                    min_steps=3)
+    stepped = bdpy_stepped(tuple_output=False)
+    for name, spec, make, fixed in (("IFNode", "neuron.sj_if", "IFNode", defaults),
+                                    ("LIFNode", "neuron.sj_lif", "LIFNode", dict(defaults, tau=2.0, decay_input=True))):
+        yield Subject(id=f"spikingjelly.{name}[default]", spec=spec, build=_default_builder(make),
+                      protocol=CallProtocol(_default_builder(make, persist=True)), fixed=fixed,
+                      known=_known_node(learnable=False) + (_SHARED_SURROGATE,) + stepped, **common)
     for spec_name, class_name in (("sigmoid", "Sigmoid"), ("atan", "ATan"),
                                   ("piecewise_quadratic", "PiecewiseQuadratic")):
         # spikingjelly's heaviside fires at x >= 0

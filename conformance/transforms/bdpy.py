@@ -140,6 +140,18 @@ def _observe(layers: dict[str, nn.Module], record: Callable[[str, Any], None]) -
     return [module.register_forward_hook(hook(name)) for name, module in layers.items()]
 
 
+def _remove_hooks_added(before: dict[nn.Module, set[int]]) -> None:
+    """Remove the forward hooks added since ``before`` (module -> hook ids). bdpy removes its hooks only in
+    ``FeatureExtractor.__del__``, which a forward that raised delays while the traceback keeps the extractor alive;
+    a hook left on a submodule another module shares (brevitas shares its stateless quantizer parts between layers)
+    would otherwise run inside later cells and keep their tensors."""
+    for module, ids in before.items():
+        for key in set(module._forward_hooks) - ids:
+            for table in (module._forward_hooks, getattr(module, "_forward_hooks_with_kwargs", {}),
+                          getattr(module, "_forward_hooks_always_called", {})):
+                table.pop(key, None)
+
+
 def layers_in_hook_order(ctx: Context) -> list[str]:
     """Names (in the FeatureNetwork) of the subject and its submodules, in the order their forward hooks first fire
     during one forward of a fresh subject; modules that never run are left out (no user extracts them)."""
@@ -189,6 +201,7 @@ def _features_transform(detach: bool) -> Callable[[Context], TransformRun]:
                            lambda n, out: observed[n].append((out, _copy(out))))
         want_grad = ctx.differentiable and not detach
         x = ctx.input().detach().clone().requires_grad_(want_grad)
+        hooks_before = {m: set(m._forward_hooks) for m in network.modules()}
         try:
             with stage("bdpy"):
                 extractor = FeatureExtractor(network, layers, device=str(ctx.device), detach=detach)
@@ -198,6 +211,7 @@ def _features_transform(detach: bool) -> Callable[[Context], TransformRun]:
         finally:
             for h in handles:
                 h.remove()
+            _remove_hooks_added(hooks_before)
         capture = HookCapture(captured=list(layers), read_at="FeatureExtractor.run returned",
                               **judge_features(features, observed, by_reference=not detach))
         result = TransformRun()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from .harness import FORWARD_GRAD, Context, Transform, TransformRun, build, eager, run_forward_backward, stage
 
@@ -31,11 +32,20 @@ def _chain(ctx: Context) -> tuple[tuple[str, object], ...]:
     )
 
 
+def shared_between(module: nn.Module, other: nn.Module) -> list[str]:
+    """The submodules of ``module`` that ``other``, built separately, holds as the very same instance (a default
+    argument evaluated once, a class attribute, a cached part), as "name (Type)"."""
+    theirs = {id(m) for m in other.modules()}
+    return [f"{name or '<the module itself>'} ({type(m).__name__})" for name, m in module.named_modules()
+            if id(m) in theirs]
+
+
 def module_contract(ctx: Context) -> TransformRun:
     """eval(), train(), requires_grad_(), double(), float(), to(dtype/device) and cpu()/cuda() return the module
     itself (user code chains them: ``model = Net().eval().to(device)``), and after a round trip through them it
-    computes what a fresh module computes."""
+    computes what a fresh module computes. Two modules built separately share no submodule."""
     module = build(ctx)
+    shared = shared_between(module, build(ctx))
     trainable = [(p, p.requires_grad) for p in module.parameters()]
     modes = [(m, m.training) for m in module.modules()]
     returned_other = []
@@ -51,10 +61,11 @@ def module_contract(ctx: Context) -> TransformRun:
     result = run_forward_backward(ctx, module, module, name="module_contract")
     result.against = eager(ctx)
     result.findings.returned_other = returned_other
+    result.findings.shared_between_builds = shared
     return result
 
 
 TRANSFORMS = (
-    Transform("module_contract", module_contract, FORWARD_GRAD + ("module_contract",),
+    Transform("module_contract", module_contract, FORWARD_GRAD + ("module_contract", "independent_builds"),
               failure_cause="module-method-failed", protocol=True),
 )

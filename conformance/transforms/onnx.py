@@ -148,7 +148,7 @@ QONNX_STANDARD_NODES = Known(
            "IR version (14 with onnx 1.23), which onnxruntime 1.31 refuses ('Unsupported model IR version: 14, max "
            "supported IR version: 13'), whatever IR the exported model has (brevitas writes 10)",
     reproducer="reproducers/qonnx/executor_node_model_ir_version.py")
-_WITH_STANDARD_NODES = ("brevitas.QuantReLU", "brevitas.QuantLinear*", "brevitas.QuantConv2d*")
+_WITH_STANDARD_NODES = ("brevitas.QuantReLU*", "brevitas.QuantLinear*", "brevitas.QuantConv2d*")
 
 
 def _qonnx_findings(subject: Subject, spec: Spec) -> tuple[Known, ...]:

@@ -91,3 +91,33 @@ def test_a_module_run_twice_shifts_bdpy_features():
     sid = _register("twice", Twice)
     result = run_cell(Cell(sid, "bdpy_features_detach", "hook_capture_intact"))
     assert (result.outcome, result.cause) == ("fail", "hook-capture-mislabelled"), result.message
+
+
+class PairOut(nn.Module):
+    """Returns a tuple, on which bdpy's detaching hook raises inside forward."""
+
+    def forward(self, x):
+        return x, x
+
+
+#: one instance inside every SharesPart, as brevitas shares its stateless quantizer parts between layers
+_SHARED = PairOut()
+
+
+class SharesPart(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.part = _SHARED
+
+    def forward(self, x):
+        return torch.sign(self.part(x)[0])
+
+
+def test_hooks_bdpy_leaves_when_its_forward_raises_are_removed():
+    """bdpy removes its hooks only in FeatureExtractor.__del__, which a forward that raised delays: the transform
+    removes them itself, or a part shared with later modules would run bdpy's hook in later cells (it kept
+    FakeTensors of an export, and a fresh brevitas layer then could not be deep-copied)."""
+    pytest.importorskip("bdpy")
+    result = run_cell(Cell(_register("shares_part", SharesPart), "bdpy_features_detach", "hook_capture_intact"))
+    assert result.outcome == "fail" and result.cause == "forward-raised", result.message
+    assert not _SHARED._forward_hooks, "bdpy's hooks are still installed on the shared submodule"
