@@ -133,7 +133,8 @@ def _functorch_known(function: str, transforms: tuple[str, ...]) -> tuple[Known,
     reason = (f"bitorch's {function} is an autograd.Function written forward(ctx, ...) without setup_context, "
               "which torch.func (vmap/grad/jvp, Opacus' functorch path) requires")
     script = {"GradientCancellation": "reproducers/bitorch/gradient_cancellation_torch_func.py",
-              "WeightDoReFaFunction": "reproducers/bitorch/weight_dorefa_torch_func.py"}[function]
+              "WeightDoReFaFunction": "reproducers/bitorch/weight_dorefa_torch_func.py",
+              "ProgressiveSignFunctionTrain": "reproducers/bitorch/progressive_sign_torch_func.py"}[function]
     return tuple(Known(transform=t, cause=_NO_SETUP_CONTEXT, reason=reason, link=DEEPCOPY_VMAP_PR, reproducer=script)
                  for t in transforms)
 
@@ -275,6 +276,11 @@ def subjects() -> Iterator[Subject]:
                    fixed={"zero_value": -1.0, "threshold": 1.0, "inclusive": True},
                    known=(*_steheaviside_known(), _JIT_SCRIPT,
                           *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
+    # progressive_sign as constructed by default (its scale from bitorch's global schedule): no spec has it, so
+    # every transform is judged against the eager activation
+    yield _subject("QActivation[progressive_sign]", "model.features_layer", _qactivation("progressive_sign", False),
+                   not_applicable={"eager:output_dtype": "an opaque spec (fn=None) declares no output dtype"},
+                   known=(_JIT_SCRIPT, *_functorch_known("ProgressiveSignFunctionTrain", _FUNC_TRANSFORMS)))
     yield _subject("WeightDoReFa", "quant.dorefa_weight", build_weight_dorefa, fixed={"gradient": "identity"},
                    known=(_JIT_SCRIPT, *_functorch_known("WeightDoReFaFunction", _FUNC_TRANSFORMS)))
 
