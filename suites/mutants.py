@@ -254,6 +254,24 @@ class ForgetsStateWhenCopied(PersistentLeaky):
         return super().forward(x)
 
 
+class BreaksGraphOnceUsed(PersistentLeaky):
+    """Counts its resets (state its reset leaves, as a calibration counter does) and, once reset before, takes a side
+    path that prints: compiled after use, its graph breaks where a fresh module's does not."""
+
+    def __init__(self, example: Example):
+        super().__init__(example)
+        self.resets = 0
+
+    def reset(self) -> None:
+        super().reset()
+        self.resets += 1
+
+    def forward(self, x):
+        if self.resets > 1:
+            print(end="")  # a side path only a used module takes
+        return super().forward(x)
+
+
 class _MembraneStore(nn.Module):
     """Holds the membrane in a buffer, overwritten in place at every step, and returns the buffer itself."""
 
@@ -784,6 +802,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("autocast_forgets_scale", "quant.sign_ste", lambda ex: AutocastForgetsScale(), fixed=_SIGN),
            "autocast_bf16", "preserves_forward", "transform-changed-forward",
            "mixed-precision path drops the output scaling", device="cuda"),
+    Mutant(_persistent("breaks_graph_once_used", BreaksGraphOnceUsed), "compile_aot_eager_used", "no_graph_breaks",
+           "graph-break:", "a side path taken only after use breaks the compiled graph"),
     Mutant(_subject("shares_default_part", "quant.sign_ste", lambda ex: SharesDefaultPart(), fixed=_SIGN),
            "module_contract", "independent_builds", "module-shared-between-builds",
            "every instance holds the one part its default argument made"),

@@ -349,3 +349,21 @@ def test_a_correct_nir_exchange_passes(transform, check):
     registry.register(NIR_CONTROL)
     result = run_cell(Cell(NIR_CONTROL.id, transform, check, "cpu", "float32"))
     assert result.outcome == "pass", result.message[:500]
+
+
+def test_a_used_module_is_transformed_as_it_stands():
+    """The *_used columns run the transform on a module that has run once, against the eager module used the same
+    way: mutant breaks_graph_once_used breaks the compiled graph only on such a module, so its fresh column passes
+    and only the used one finds it; the clean persistent neuron passes both."""
+    from .mutants import PERSISTENT
+
+    registry.register(PERSISTENT)
+    mutant = "mutant.breaks_graph_once_used"
+    fresh = run_cell(Cell(mutant, "compile_aot_eager", "no_graph_breaks", "cpu", "float32"))
+    assert fresh.outcome == "pass", fresh.message[:500]
+    used = run_cell(Cell(mutant, "compile_aot_eager_used", "no_graph_breaks", "cpu", "float32"))
+    assert used.outcome == "fail" and used.cause.startswith("graph-break:"), (used.cause, used.message[:500])
+    for transform in ("compile_aot_eager_used", "functional_call_used", "module_contract_used"):
+        for check in registry.transforms()[transform].checks:
+            result = run_cell(Cell(PERSISTENT.id, transform, check, "cpu", "float32"))
+            assert result.outcome in ("pass", "skip"), (transform, check, result.message[:500])

@@ -40,6 +40,9 @@ class Context:
     #: the modules a transform watches (``watch``) with their state before it: after the transform raises, the
     #: runner still reports what the failure left in them
     watched: list = field(default_factory=list)
+    #: every module ``build`` makes has been used once (``after_use``: a forward and a backward), the transform's
+    #: and its eager reference's alike (the ``*_used`` transforms)
+    used: bool = False
 
     def watch(self, module: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, bool]]:
         """The module's state before the transform (``watch_state``), remembered for the case that it raises."""
@@ -58,7 +61,8 @@ class Context:
             module = factory(example or self.example)
         finally:
             torch.set_default_dtype(previous)
-        return module.to(device=self.device, dtype=self.dtype)
+        module = module.to(device=self.device, dtype=self.dtype)
+        return after_use(self, module) if self.used else module
 
     def input(self, x: torch.Tensor | None = None) -> torch.Tensor:
         x = self.example.x if x is None else x
