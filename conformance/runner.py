@@ -298,6 +298,8 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     if isinstance(error, TransformFailed) and after_failure is not None:
         result.also = [{"cause": found.cause, "message": found.message}
                        for found in after_failure(cell.transform, error)]
+    if isinstance(error, CheckFailed) and error.also:  # the check's further findings on the failing example
+        result.also = [{"cause": found.cause, "message": found.message} for found in error.also]
     if undone:
         result.extra["process_state_restored"] = undone
     return _apply_known(result, known)

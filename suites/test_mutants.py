@@ -367,3 +367,35 @@ def test_a_used_module_is_transformed_as_it_stands():
         for check in registry.transforms()[transform].checks:
             result = run_cell(Cell(PERSISTENT.id, transform, check, "cpu", "float32"))
             assert result.outcome in ("pass", "skip"), (transform, check, result.message[:500])
+
+
+class _DoublesEveryGradient(torch.nn.Module):
+    """A leaky neuron whose output is the spec's, but whose backward doubles every gradient (input and parameters)."""
+
+    def __init__(self, example):
+        super().__init__()
+        from conformance.subjects.reference import SpecModule
+        from reference import neurons
+
+        self.neuron = SpecModule(neurons.leaky, example.params, example.hyper)
+
+    def forward(self, x):
+        y = self.neuron(x)
+        return y + (y - y.detach())
+
+
+def test_a_gradient_check_records_every_gradient_that_differs():
+    """One cell, all its findings (issue 18 section 4): grad_matches_spec judges every gradient before it fails, so a
+    module wrong in d/dx and in its parameters' gradients reports d/dx as the finding and the parameters' as
+    ``also``, not only the first."""
+    from suites.mutants import _LEAKY
+
+    registry.register(Subject(id="mutant.doubles_every_gradient", spec="neuron.leaky", build=_DoublesEveryGradient,
+                              fixed=dict(_LEAKY), param_map={"beta": "neuron.beta", "threshold": "neuron.threshold"},
+                              library="mutants"))
+    result = run_cell(Cell("mutant.doubles_every_gradient", "eager", "grad_matches_spec", "cpu", "float64"))
+    assert result.outcome == "fail" and result.cause == "grad-mismatch", (result.cause, result.message[:300])
+    assert "/dx" in result.message, result.message[:300]
+    assert [found["cause"] for found in result.also] == ["grad-mismatch"] * len(result.also) and result.also
+    named = " ".join(found["message"] for found in result.also)
+    assert "/dbeta" in named or "/dthreshold" in named, named[:300]

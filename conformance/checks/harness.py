@@ -56,6 +56,29 @@ def spec_truth(ctx: Context) -> Truth:
     return Truth(y=y.detach(), grads=grads, margin=None if margin is None else margin.detach())
 
 
+class Findings:
+    """Collects a check's findings on one example so that it judges everything before it fails: the first becomes
+    the cell's finding, the others its ``also`` (one cell, all its findings)."""
+
+    def __init__(self) -> None:
+        self.found: list[CheckFailed] = []
+
+    def judge(self, judgement: Callable[[], object]) -> None:
+        try:
+            judgement()
+        except CheckFailed as failure:
+            self.found.append(failure)
+
+    def add(self, failure: CheckFailed) -> None:
+        self.found.append(failure)
+
+    def raise_first(self) -> None:
+        if self.found:
+            first, *rest = self.found
+            first.also = rest
+            raise first
+
+
 def compare(actual: torch.Tensor, expected: torch.Tensor, *, tol: Tolerance, cause: str, what: str,
             margin: torch.Tensor | None = None, tie: float = 0.0, time_dim: int | None = None,
             batch_dim: int = 0, scale: float | None = None) -> int:

@@ -91,6 +91,9 @@ class CheckFailed(AssertionError):
         self.rtol = rtol
         #: the earliest time step (of a sequence) where the comparison failed, when it compared sequences
         self.first_step = first_step
+        #: further findings of the same check on the same example (another gradient that differs too), recorded as
+        #: the cell's ``also``
+        self.also: list[CheckFailed] = []
 
 
 class TransformFailed(Exception):
