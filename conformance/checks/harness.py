@@ -56,8 +56,8 @@ def spec_truth(ctx: Context) -> Truth:
     return Truth(y=y.detach(), grads=grads, margin=None if margin is None else margin.detach())
 
 
-class Findings:
-    """Collects a check's findings on one example so that it judges everything before it fails: the first becomes
+class Failures:
+    """A check's failures on one example, collected so that it judges everything before it fails: the first becomes
     the cell's finding, the others its ``also`` (one cell, all its findings)."""
 
     def __init__(self) -> None:

@@ -7,7 +7,7 @@ import torch
 
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
-from .harness import Check, Findings, Truth, by_call, compare, raise_stored_failure, tie_margin, time_dim, tol
+from .harness import Check, Failures, Truth, by_call, compare, raise_stored_failure, tie_margin, time_dim, tol
 
 
 def _forward_against(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
@@ -56,15 +56,15 @@ def check_preserves_grad(ctx: Context, out: TransformRun, truth: Truth, transfor
     # (d/dx = sum_j g_j W_j of size 0.006 from terms of size 1: seen on bitorch QLinear and brevitas QuantLinear).
     scale = max((float(g.detach().abs().max()) for g in expected_grads.values() if g.numel()), default=0.0) \
         if tolerance.scaled else None
-    findings = Findings()  # every gradient is judged: the first that differs is the finding, the others its also
+    failures = Failures()  # every gradient is judged: the first that differs is the finding, the others its also
     for name, expected in expected_grads.items():
         actual = (out.grads or {}).get(name)
         if actual is None:
-            findings.add(CheckFailed("transform-changed-grad", f"{transform} produced no gradient for {name!r}"))
+            failures.add(CheckFailed("transform-changed-grad", f"{transform} produced no gradient for {name!r}"))
             continue
-        findings.judge(lambda: compare(actual, expected, tol=tolerance, cause="transform-changed-grad",
+        failures.judge(lambda: compare(actual, expected, tol=tolerance, cause="transform-changed-grad",
                                        what=f"{transform} gradient d/d{name} vs eager", scale=scale))
-    findings.raise_first()
+    failures.raise_first()
     return 0
 
 

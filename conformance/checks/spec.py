@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
-from .harness import Check, Findings, Truth, compare, tie_margin, time_dim, tol
+from .harness import Check, Failures, Truth, compare, tie_margin, time_dim, tol
 
 
 def check_forward_matches_spec(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
@@ -23,18 +23,18 @@ def check_grad_matches_spec(ctx: Context, out: TransformRun, truth: Truth, trans
     if excused:
         return truth.y.numel()
     tolerance = tol(ctx, transform, "grad_matches_spec")
-    findings = Findings()  # every gradient is judged: the first that differs is the finding, the others its also
+    failures = Failures()  # every gradient is judged: the first that differs is the finding, the others its also
     for name, expected in truth.grads.items():
         if name != "x" and name not in ctx.subject.param_map:
             continue
         actual = out.grads.get(name)
         if actual is None:
-            findings.add(CheckFailed("grad-mismatch", f"no gradient for {name!r}"))
+            failures.add(CheckFailed("grad-mismatch", f"no gradient for {name!r}"))
             continue
-        findings.judge(lambda: compare(actual.reshape(expected.shape) if actual.numel() == expected.numel() else actual,
+        failures.judge(lambda: compare(actual.reshape(expected.shape) if actual.numel() == expected.numel() else actual,
                                        expected, tol=tolerance, cause="grad-mismatch",
                                        what=f"d<cot, y>/d{name} vs spec"))
-    findings.raise_first()
+    failures.raise_first()
     return 0
 
 

@@ -18,9 +18,9 @@ Not declared, because no spec has brevitas' semantics and no hyperparameter make
   narrow-range integers with a constant scale (threshold ``scale / 2``), declared here as ``quant.uniform``;
 - stats-initialised/learned scales (``Int8ActPerTensorFloat``'s default, ``Int8WeightPerTensorFloat``).
 
-Declared without a spec: QuantLinear and QuantConv2d as constructed by default (``Int8WeightPerTensorFloat``
-weights, float input), every transform judged against the eager layer. The default QuantIdentity/QuantReLU (scales
-from the batch's statistics while training) are not declared yet (docs/depth.md, "What is still open").
+Declared without a spec (``model.features_layer``, ``model.image_classifier``), every transform judged against the
+eager layer: QuantIdentity, QuantReLU, QuantLinear and QuantConv2d as constructed by default (activation scales
+from the first training batches' statistics, ``Int8WeightPerTensorFloat`` weights, float input).
 
 brevitas is imported only inside ``build``.
 """

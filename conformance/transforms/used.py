@@ -31,7 +31,7 @@ def _stateful(subject, spec) -> str | None:
 
 def _used(base: Transform) -> Transform:
     def transform(ctx: Context) -> TransformRun:
-        return base.fn(dataclasses.replace(ctx, used=True, watched=[]))
+        return base.fn(dataclasses.replace(ctx, used=True))  # shares ctx.watched: the runner reads it on failure
 
     transform.__name__ = f"{base.id}_used"
     transform.__doc__ = (f"{base.id} of a module that has run once (a forward and a backward), against the eager "
@@ -52,7 +52,7 @@ def _inherited(base: Transform):
     used_id = f"{base.id}_used"
 
     def known(subject, spec) -> tuple:
-        if subject.protocol is None:
+        if _stateful(subject, spec):
             return ()
         entries = tuple(k for k in subject.known if fnmatch.fnmatchcase(base.id, k.transform))
         entries += base.known(subject, spec) if base.known else ()

@@ -27,12 +27,14 @@ _ELEMENT = {torch.float32: "fp32", torch.float64: "fp64", torch.float16: "fp16",
 def _record_launches(monkeypatch) -> dict:
     """Wrap Kernel.__call__: each launch's (source function, signature, constexprs), run as before."""
     seen: dict = {}
+    jitted: dict = {}  # source function -> (JITFunction, argument names, constexpr names)
     original = _runtime.Kernel.__call__
 
     def spy(self, device, grid, *args, **kwargs):
-        jit = triton.jit(self.fn)
-        names = list(jit.arg_names)
-        constexpr = {p.name for p in jit.params if p.is_constexpr}
+        if self.fn not in jitted:
+            jit = triton.jit(self.fn)
+            jitted[self.fn] = (jit, list(jit.arg_names), {p.name for p in jit.params if p.is_constexpr})
+        jit, names, constexpr = jitted[self.fn]
         bound = dict(zip(names, args), **kwargs)
         signature, constexprs = {}, {}
         for name in names:
