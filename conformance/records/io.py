@@ -310,8 +310,11 @@ def environment() -> dict:
             "cpu": platform.processor() or platform.machine(),
             "device_name": torch.cuda.get_device_name(0) if cuda else "cpu",
             "cuda": cuda,
-            "suite_sha": _git(["rev-parse", "--short=12", "HEAD"], dirty=True),
-            "suite_time": _git(["log", "-1", "--format=%cd", "--date=format-local:%Y-%m-%dT%H:%M:%SZ"]),
+            # a device machine's copy of the tree may carry stale git metadata: its run script names the commit
+            "suite_sha": os.environ.get("CONFORMANCE_SUITE_SHA")
+            or _git(["rev-parse", "--short=12", "HEAD"], dirty=True),
+            "suite_time": os.environ.get("CONFORMANCE_SUITE_TIME")
+            or _git(["log", "-1", "--format=%cd", "--date=format-local:%Y-%m-%dT%H:%M:%SZ"]),
             "suite_version": library_version("qsnn-conformance"),
             "libraries": libraries,
             "hypothesis_profile": os.environ.get("CONFORMANCE_PROFILE", "ci"),
