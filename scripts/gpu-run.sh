@@ -11,7 +11,8 @@
 # directory put first on PYTHONPATH; the machine's own torch, triton, cupy and numpy are used as they are. pytest
 # and hypothesis are pinned as in constraints.txt so that both devices draw the same examples
 # (conformance.core.strategies.stable_draws). A library that is missing turns its cells to `skip`. Each stage runs under a time limit (the whole run aims at
-# GPU_RUN_BUDGET_S, default 570 s); what a stage recorded before its limit is kept.
+# GPU_RUN_BUDGET_S, default 570 s); what a stage recorded before its limit is kept. Where the copy of the tree carries
+# stale git metadata (a device machine's), CONFORMANCE_SUITE_SHA and CONFORMANCE_SUITE_TIME name the suite's commit.
 #
 # Output in DIR (default reports/cuda-run-<UTC stamp>): records.jsonl (one record per cell), mutants.log,
 # bench-cuda.json (subject/spec ratios, as reports/bench/baseline-cuda.json), kernels-cuda.json, run.log. Check
