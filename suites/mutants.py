@@ -8,6 +8,7 @@ only by the mutant tests (never part of the published matrix).
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import NamedTuple
 
 import torch
@@ -473,6 +474,36 @@ class SharesDefaultPart(nn.Module):
         return self.part(x)
 
 
+class SharesDefaultScale(nn.Module):
+    """A sign layer whose output scale is a parameter over a default argument's tensor, wrapped without a copy (as
+    ``spike_threshold=torch.tensor(1.0)`` in a signature, then ``nn.Parameter(spike_threshold)``): every instance's
+    parameter is the same memory."""
+
+    def __init__(self, scale: torch.Tensor = torch.tensor(1.0)):
+        super().__init__()
+        self.scale = nn.Parameter(scale, requires_grad=False)
+
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=1.0) * self.scale
+
+
+@dataclasses.dataclass
+class ZeroValue:
+    value: float = 1.0
+
+
+class SharesDefaultSetting(nn.Module):
+    """A sign layer whose setting is a mutable object from a default argument (as ``reset_fn=MembraneSubtract()``):
+    setting a field on one instance's object sets every instance's."""
+
+    def __init__(self, setting: ZeroValue = ZeroValue()):
+        super().__init__()
+        self.setting = setting
+
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=self.setting.value)
+
+
 class ExportPathDropsZeroValue(nn.Module):
     """A separate path for export (``torch.compiler.is_exporting()``, as layers that swap their STE for a traceable
     op do) that maps sign(0) to 0 where the eager path gives +1: the exported model differs on exact zeros."""
@@ -807,6 +838,12 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("shares_default_part", "quant.sign_ste", lambda ex: SharesDefaultPart(), fixed=_SIGN),
            "module_contract", "independent_builds", "module-shared-between-builds",
            "every instance holds the one part its default argument made"),
+    Mutant(_subject("shares_default_tensor", "quant.sign_ste", lambda ex: SharesDefaultScale(), fixed=_SIGN),
+           "module_contract", "independent_builds", "tensor-shared-between-builds",
+           "every instance's parameter wraps the one tensor its default argument made"),
+    Mutant(_subject("shares_default_object", "quant.sign_ste", lambda ex: SharesDefaultSetting(), fixed=_SIGN),
+           "module_contract", "independent_builds", "object-shared-between-builds",
+           "every instance holds the one mutable setting its default argument made"),
     Mutant(_subject("export_path_updates_statistics", "model.image_classifier",
                     lambda ex: ExportPathUpdatesStatisticsOtherwise()),
            "export", "no_state_leak", "state-leak",

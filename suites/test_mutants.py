@@ -64,6 +64,20 @@ def test_an_export_that_updates_the_shared_buffers_as_eager_does_leaks_nothing()
     assert result.outcome == "pass", result.message[:500]
 
 
+def test_functional_call_of_a_module_sharing_a_default_tensor_leaks_nothing():
+    """The functional_call twin (the eager module holding the values passed in) gets them in memory of its own: a
+    library whose default argument puts one tensor's memory under every build's parameter (the mutant
+    shares_default_tensor, sinabs' default threshold) must not see the twin's values written into the module
+    under test and be blamed for a leak."""
+    from .mutants import SharesDefaultScale, _subject
+
+    control = _subject("default_tensor_under_functional_call", "quant.sign_ste", lambda ex: SharesDefaultScale(),
+                       fixed={"zero_value": 1.0})
+    registry.register(control)
+    result = run_cell(Cell(control.id, "functional_call", "no_state_leak", "cpu", "float32"))
+    assert result.outcome == "pass", result.message[:500]
+
+
 def test_every_check_has_a_mutant():
     covered = {m.check for m in MUTANTS}
     assert set(CHECKS) <= covered, f"checks without a mutant: {sorted(set(CHECKS) - covered)}"

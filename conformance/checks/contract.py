@@ -18,14 +18,25 @@ def check_module_contract(ctx: Context, out: TransformRun, truth: Truth, transfo
 
 
 def check_independent_builds(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
-    """Two modules built separately share no submodule instance: a hook, an attribute or a mode set on one module's
-    part would reach the other (a default argument such as ``surrogate_function=Sigmoid()`` is evaluated once)."""
+    """Two modules built separately share no part: no submodule instance, no tensor memory, no mutable attribute
+    object. A hook, an attribute, a mode or an in-place change (``load_state_dict`` too) on one module's part would
+    reach the other (a default argument such as ``surrogate_function=Sigmoid()`` is evaluated once)."""
     if out.findings.shared_between_builds is None:
         raise RuntimeError(f"{transform} recorded no comparison of two builds")
-    if out.findings.shared_between_builds:
-        raise CheckFailed("module-shared-between-builds", "two separately built modules hold the same instance of "
-                          + ", ".join(out.findings.shared_between_builds))
+    by_cause: dict[str, list[str]] = {}
+    for cause, part in out.findings.shared_between_builds:
+        by_cause.setdefault(cause, []).append(part)
+    findings = [CheckFailed(cause, "two separately built modules hold the same " + _WHAT[cause] + ", ".join(parts))
+                for cause, parts in by_cause.items()]
+    if findings:
+        first, *also = findings
+        first.also = also
+        raise first
     return 0
+
+
+_WHAT = {"module-shared-between-builds": "instance of ", "tensor-shared-between-builds": "memory under ",
+         "object-shared-between-builds": "mutable object as "}
 
 
 CHECKS = (Check("module_contract", check_module_contract), Check("independent_builds", check_independent_builds))

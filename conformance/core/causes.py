@@ -45,6 +45,11 @@ CAUSES: dict[str, str] = {
     "module-method-failed": "a chaining nn.Module method (eval, train, to, float, ...) raised",
     "module-shared-between-builds": "two separately built modules hold one instance of a submodule: a hook, "
                                     "attribute or mode set on one reaches the other",
+    "tensor-shared-between-builds": "two separately built modules hold the same memory under a parameter, buffer "
+                                    "or tensor attribute: an in-place change to one (load_state_dict too) changes the "
+                                    "other",
+    "object-shared-between-builds": "two separately built modules hold one mutable object (not a module or tensor) "
+                                    "as an attribute: setting a field on one changes the other",
     "state-dict-mismatch": "load_state_dict into a fresh instance failed or did not restore the outputs",
     "functional-call-failed": "torch.func.functional_call raised",
     "vmap-unsupported": "torch.func.vmap raised",

@@ -116,6 +116,17 @@ def build_lif_box_cell(example: Example) -> nn.Module:
     return CellOverTime(LIFBoxCell(params, dt=float(example.hyper["dt"])))
 
 
+def build_default(class_name: str):
+    """``LIFCell()`` or ``LIF()`` as users construct them: norse's default ``LIFParameters()`` and ``dt``."""
+    def build(example: Example) -> nn.Module:
+        from norse import torch as norse
+
+        module = getattr(norse, class_name)()
+        return CellOverTime(module) if class_name == "LIFCell" else Sequence(module)
+
+    return build
+
+
 class Threshold(nn.Module):
     """norse's ``threshold(x, method, alpha)``: the spike function its neurons call on ``v - v_th``."""
 
@@ -319,6 +330,15 @@ NIR_KNOWN_LI: tuple[Known, ...] = (
 )
 
 
+#: the modules' default argument, evaluated once: every module built without its own p computes with its tensors
+_SHARED_PARAMETERS = Known(
+    "module_contract", "independent_builds", cause="tensor-shared-between-builds", link=f"{_SRC}/module/lif.py",
+    reason="LIFCell and LIF declare p=LIFParameters() as a default argument, evaluated once, and keep its tensors: "
+           "every module built without its own p computes with the same tensors, so an in-place change to one "
+           "module's p.v_th (or any field) changes every other such module's spikes",
+    reproducer=f"{_REPRO}/default_parameters_shared.py")
+
+
 def subjects() -> Iterator[Subject]:
     # a small network for the exchange columns (NIR): model.snn_network
     network = exchange_network(LIBRARY.name, REQUIRES)
@@ -357,6 +377,18 @@ def subjects() -> Iterator[Subject]:
                                reproducer=f"{_REPRO}/jit_script_lif_cell.py"),
                          *_known_superspike(), *_bdpy(bdpy_stepped(tuple_output=True))),
                   **common)
+    # the modules as constructed by default: LIFParameters() (tau_syn_inv 200, tau_mem_inv 100, v_leak 0, v_th 1,
+    # v_reset 0, SuperSpike), dt 1e-3
+    defaults = {**super_fixed, "detach_reset": False, "tau_syn_inv": 200.0, "tau_mem_inv": 100.0, "v_leak": 0.0,
+                "v_th": 1.0, "v_reset": 0.0, "dt": 1e-3}
+    for name, script, bdpy in (("LIFCell", "jit_script_lif_cell.py", _bdpy(bdpy_stepped(tuple_output=True))),
+                               ("LIF", "jit_script_lif.py", _bdpy(bdpy_tuple_output()))):
+        yield Subject(id=f"norse.{name}[default]", spec="neuron.norse_lif", build=build_default(name), fixed=defaults,
+                      known=(_DTYPE, *_known_compile("lif"), *_known_pickle("LIFParameters"),
+                             Known("jit_script", cause="jit-unsupported", reason=_JIT, link=f"{_SRC}/module/snn.py",
+                                   reproducer=f"{_REPRO}/{script}"),
+                             *_known_superspike(), _SHARED_PARAMETERS, *bdpy),
+                      **common)
     # norse's heaviside fires at x > 0 (strict)
     yield Subject(id="norse.threshold[super]", spec="surrogate.fast_sigmoid", build=build_superspike,
                   fixed={"alpha": 1.0, "strict": True}, known=_known_superspike(), **common)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import torch
+from hypothesis import strategies as st
 from torch import nn
 
 from . import Network, exchange_network, network_conv, network_linear
@@ -102,6 +103,19 @@ def build_lif(example: Example, persist: bool = False) -> nn.Module:
     with torch.no_grad():
         layer.tau_mem.copy_(example.params["tau_mem"])
     return FromReset(layer, persist)
+
+
+def build_default(class_name: str, persist: bool = False):
+    """``IAF()``, or ``LIF(tau_mem)`` (its one required argument), as users construct them: every other argument at
+    sinabs' default."""
+    def build(example: Example) -> nn.Module:
+        from sinabs import layers
+
+        if class_name == "IAF":
+            return FromReset(layers.IAF(), persist)
+        return FromReset(layers.LIF(tau_mem=float(example.params["tau_mem"])), persist)
+
+    return build
 
 
 def _persistent(build):
@@ -338,6 +352,19 @@ NIR_KNOWN_IAF: tuple[Known, ...] = _nir_export("sinabs' exporter writes IAFSquee
                 ("nir_graph", "nir_to:norse", "nir_to:spikingjelly"))
 
 
+#: the layers' default arguments, evaluated once: every layer built without its own shares them
+_SHARED_DEFAULTS = (
+    Known("module_contract", "independent_builds", cause="tensor-shared-between-builds",
+          also=("object-shared-between-builds",), link=f"{_SRC}/layers/iaf.py",
+          reason="IAF and LIF declare spike_threshold=torch.tensor(1.0), reset_fn=MembraneSubtract() and "
+                 "surrogate_grad_fn=SingleExponential() as default arguments, evaluated once; the threshold is wrapped "
+                 "in an nn.Parameter without a copy: every layer built without its own holds the same threshold memory "
+                 "and the same two mutable objects, so loading a state_dict into one changes every other's threshold, "
+                 "and setting one's surrogate grad_width sets every other's",
+          reproducer="reproducers/sinabs/default_arguments_shared.py"),
+)
+
+
 def subjects() -> Iterator[Subject]:
     # a small network for the exchange columns (NIR): model.snn_network
     network = exchange_network(LIBRARY.name, REQUIRES)
@@ -359,6 +386,19 @@ def subjects() -> Iterator[Subject]:
                   protocol=_persistent(build_lif),
                   param_map={"tau_mem": "layer.tau_mem"},
                   known=_known_neuron(learnable=True), **common)
+    # the layers as constructed by default: threshold 1, MultiSpike, MembraneSubtract, SingleExponential(0.5, 1),
+    # no lower bound, LIF's norm_input; tau_mem (LIF's required argument) drawn where float32 holds it exactly, as
+    # sinabs keeps it
+    defaults = dict(batch_major, spike_threshold=1.0, spike_fn="multi", reset="subtract", min_v_mem=None,
+                    surrogate="single_exponential", grad_width=0.5, grad_scale=1.0)
+    for name, spec, fixed, learnable in (
+            ("IAF", "neuron.sinabs_iaf", defaults, False),
+            ("LIF", "neuron.sinabs_lif", dict(defaults, norm_input=True, tau_mem=st.floats(1.5, 10.0, width=32)),
+             True)):
+        yield Subject(id=f"sinabs.{name}[default]", spec=spec, build=build_default(name), fixed=fixed,
+                      protocol=CallProtocol(build_default(name, persist=True)),
+                      param_map={"tau_mem": "layer.tau_mem"} if learnable else {},
+                      known=_known_neuron(learnable=learnable) + _SHARED_DEFAULTS, **common)
     # SingleSpike fires at v_mem >= threshold
     yield Subject(id="sinabs.SingleSpike[SingleExponential]", spec="surrogate.single_exponential",
                   build=build_single_exponential, fixed={"strict": False}, known=_known_surrogate(),

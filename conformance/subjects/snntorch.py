@@ -151,6 +151,25 @@ class Rollout(nn.Module):
         return torch.stack(spikes)
 
 
+class HeldState(nn.Module):
+    """A snntorch neuron as its defaults build it (``init_hidden=False``), called as ``spk, mem = lif(x_t)`` without
+    passing ``mem``: the layer keeps the membrane itself (``self.mem``) from call to call until ``reset_mem()``.
+    Returns the spikes over ``x``'s leading time axis; each call starts from ``reset_mem()`` unless ``persist``."""
+
+    def __init__(self, neuron: nn.Module, persist: bool = False):
+        super().__init__()
+        self.neuron = neuron
+        self.persist = persist
+
+    def reset(self) -> None:
+        self.neuron.reset_mem()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.persist:
+            self.neuron.reset_mem()
+        return torch.stack([self.neuron(x[step])[0] for step in range(x.shape[0])])
+
+
 def load(module: nn.Module, paths: Mapping[str, str], params: Mapping[str, torch.Tensor]) -> None:
     """Copy each spec parameter into the module tensor at its path (a parameter or a buffer), values only."""
     with torch.no_grad():
@@ -185,6 +204,16 @@ def build_leaky(*, init_hidden: bool = False, learn_beta: bool = False, learn_th
                                 reset_delay=h["reset_delay"], **_snn_common(h))
         load(neuron, {"beta": "beta", "threshold": "threshold", "graded_spikes_factor": "graded_spikes_factor"}, p)
         return Rollout(neuron, init_hidden=init_hidden, state_size=1, persist=persist)
+
+    return build
+
+
+def build_default_leaky(persist: bool = False):
+    """``Leaky(beta)``: the one required argument, every other at snntorch's default."""
+    def build(example: Example) -> nn.Module:
+        import snntorch
+
+        return HeldState(snntorch.Leaky(beta=_float(example.params, "beta")), persist)
 
     return build
 
@@ -390,6 +419,40 @@ INIT_HIDDEN_STEPPED: tuple[Known, ...] = (
           reason="checkpoint's recomputation of a step runs the layer again, which overwrites mem with the recomputed "
                  "step's value: after backward the layer no longer holds the state its last call left",
           reproducer="reproducers/snntorch/leaky_init_hidden_checkpoint_steps.py"),
+)
+
+
+#: Leaky as constructed by default, called without mem: the layer holds its membrane between calls, as with
+#: init_hidden, and returns it
+_HELD = "reproducers/snntorch/leaky_default"
+HELD_STATE: tuple[Known, ...] = (
+    Known(transform="eager", check="returns_no_state", cause="output-aliases-state", link=_STEPPED_LINK,
+          reason="called without mem, the layer returns its own state tensor as the membrane (`return spk, "
+                 "self.mem`): an in-place op on the returned membrane changes what the next call starts from",
+          reproducer=f"{_HELD}_returns_its_state.py"),
+    Known(transform="jit_trace", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
+          reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros (its shape differs "
+                 "from the input's then), so the traced layer starts every call from rest: fed one step per call it "
+                 "forgets mem between the steps, which the gradients show on every example",
+          reproducer=f"{_HELD}_jit_trace_forgets_mem.py"),
+    Known(transform="jit_trace", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
+          reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros, so fed one step "
+                 "per call it starts every call from rest: the spikes differ where the carried-over membrane decides "
+                 "one",
+          reproducer=f"{_HELD}_jit_trace_forgets_mem.py"),
+    Known(transform="export", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
+          reason="exported on a fresh layer, the program records the re-initialisation of mem to zeros and mem is no "
+                 "state of the program, so fed one step per call it starts every call from rest",
+          reproducer=f"{_HELD}_export_forgets_mem.py"),
+    Known(transform="checkpoint", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
+          reason="checkpoint recomputes a step's forward during backward from the mem the later steps left (the "
+                 "layer is not the side-effect-free function checkpoint asks for): the input gradient is wrong; "
+                 "nothing warns",
+          reproducer=f"{_HELD}_checkpoint_steps.py"),
+    Known(transform="checkpoint", check="state_matches_eager", cause="state-advanced-twice", link=_STEPPED_LINK,
+          reason="checkpoint's recomputation of a step runs the layer again, which overwrites mem with the recomputed "
+                 "step's value: after backward the layer no longer holds the state its last call left",
+          reproducer=f"{_HELD}_checkpoint_steps.py"),
 )
 
 
@@ -637,6 +700,12 @@ def subjects() -> Iterator[Subject]:
                   fixed={"reset_mechanism": "subtract", "reset_delay": True}, returns_state=False,
                   known=INIT_HIDDEN_STEPPED, protocol=CallProtocol(build_leaky(init_hidden=True, persist=True), reset="reset"))
     yield _neuron("Synaptic", "neuron.synaptic", build_synaptic, fixed={"reset_delay": True})
+    # as constructed by default (threshold 1, atan(alpha=2), reset by subtraction, delayed) and driven as snntorch's
+    # README does, the layer holding its membrane between calls
+    yield _neuron("Leaky[default]", "neuron.leaky", build_default_leaky(),
+                  fixed={"threshold": 1.0, "graded_spikes_factor": 1.0, "reset_mechanism": "subtract",
+                         "reset_delay": True, "surrogate_alpha": None},
+                  known=HELD_STATE, protocol=CallProtocol(build_default_leaky(persist=True)))
     yield _neuron("Alpha", "neuron.alpha", build_alpha, fixed={})
     yield _neuron("Lapicque", "neuron.lapicque", build_lapicque, fixed={})
     yield _neuron("RLeaky", "neuron.rleaky", build_rleaky, fixed={"all_to_all": True, "reset_delay": True},

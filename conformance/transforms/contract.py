@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import enum
+import inspect
+
 import torch
 from torch import nn
 
@@ -32,18 +35,88 @@ def _chain(ctx: Context) -> tuple[tuple[str, object], ...]:
     )
 
 
-def shared_between(module: nn.Module, other: nn.Module) -> list[str]:
-    """The submodules of ``module`` that ``other``, built separately, holds as the very same instance (a default
-    argument evaluated once, a class attribute, a cached part), as "name (Type)"."""
+#: what two separately built modules may hold in common: values nothing can change in place
+_IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, range, type, frozenset, torch.dtype, torch.device,
+              torch.Size, torch.layout, torch.memory_format)
+
+
+def _mutable(value: object) -> bool:
+    """Whether ``value`` is an object that code can change in place and that two instances could share: an instance
+    with attributes (not a frozen dataclass), a list, dict or set. Classes, functions, methods and Python modules are
+    definitions, not state."""
+    if isinstance(value, (list, dict, set, bytearray)):
+        return True
+    if isinstance(value, _IMMUTABLE) or callable(value) and not hasattr(value, "__dict__") \
+            or inspect.isroutine(value) or inspect.ismodule(value) or isinstance(value, enum.Enum):
+        return False
+    params = getattr(type(value), "__dataclass_params__", None)
+    if params is not None and params.frozen:
+        return False
+    return hasattr(value, "__dict__")
+
+
+def _attribute_parts(module: nn.Module):
+    """("name", value) of the tensors and mutable objects ``module`` holds as plain attributes (not its parameters,
+    buffers or submodules), looking into tuples (a NamedTuple of parameters, say) one level deep."""
+    for name, value in vars(module).items():
+        if name in ("_parameters", "_buffers", "_modules") or isinstance(value, nn.Module):
+            continue
+        if isinstance(value, tuple):
+            for field, item in zip(getattr(value, "_fields", range(len(value))), value):
+                if isinstance(item, torch.Tensor) or _mutable(item):
+                    yield f"{name}.{field}", item
+        elif isinstance(value, torch.Tensor) or _mutable(value):
+            yield name, value
+
+
+def _storage(t: torch.Tensor) -> int | None:
+    """The address of ``t``'s memory (None for an empty tensor or one without storage)."""
+    try:
+        storage = t.untyped_storage()
+    except (RuntimeError, NotImplementedError):
+        return None
+    return storage.data_ptr() if storage.nbytes() else None
+
+
+def _tensors(module: nn.Module):
+    """("name (Kind)", tensor) of every parameter, buffer and tensor attribute of ``module`` and its submodules."""
+    for prefix, m in module.named_modules():
+        dot = f"{prefix}." if prefix else ""
+        for name, t in m._parameters.items():
+            if t is not None:
+                yield f"{dot}{name} (Parameter)", t
+        for name, t in m._buffers.items():
+            if t is not None:
+                yield f"{dot}{name} (buffer)", t
+        for name, value in _attribute_parts(m):
+            if isinstance(value, torch.Tensor):
+                yield f"{dot}{name} (tensor attribute)", value
+
+
+def shared_between(module: nn.Module, other: nn.Module) -> list[tuple[str, str]]:
+    """(cause, "name (Type)") of each part of ``module`` that ``other``, built separately, holds too (a default
+    argument evaluated once, a class attribute, a cached part): the same submodule instance
+    (``module-shared-between-builds``), the same memory under a parameter, buffer or tensor attribute
+    (``tensor-shared-between-builds``: an in-place change, ``load_state_dict`` included, reaches both), or the same
+    mutable object held as an attribute (``object-shared-between-builds``)."""
     theirs = {id(m) for m in other.modules()}
-    return [f"{name or '<the module itself>'} ({type(m).__name__})" for name, m in module.named_modules()
-            if id(m) in theirs]
+    found = [("module-shared-between-builds", f"{name or '<the module itself>'} ({type(m).__name__})")
+             for name, m in module.named_modules() if id(m) in theirs]
+    their_memory = {_storage(t) for _, t in _tensors(other)} - {None}
+    found += [("tensor-shared-between-builds", name) for name, t in _tensors(module) if _storage(t) in their_memory]
+    their_objects = {id(value) for m in other.modules() for _, value in _attribute_parts(m)
+                     if not isinstance(value, torch.Tensor)}
+    found += [("object-shared-between-builds", f"{prefix + '.' if prefix else ''}{name} ({type(value).__name__})")
+              for prefix, m in module.named_modules() if id(m) not in theirs
+              for name, value in _attribute_parts(m)
+              if not isinstance(value, torch.Tensor) and id(value) in their_objects]
+    return found
 
 
 def module_contract(ctx: Context) -> TransformRun:
     """eval(), train(), requires_grad_(), double(), float(), to(dtype/device) and cpu()/cuda() return the module
     itself (user code chains them: ``model = Net().eval().to(device)``), and after a round trip through them it
-    computes what a fresh module computes. Two modules built separately share no submodule."""
+    computes what a fresh module computes. Two modules built separately share no part (:func:`shared_between`)."""
     module = build(ctx)
     shared = shared_between(module, build(ctx))
     trainable = [(p, p.requires_grad) for p in module.parameters()]

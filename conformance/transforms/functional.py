@@ -53,9 +53,10 @@ def functional_call(ctx: Context) -> TransformRun:
     result = TransformRun(y=y.detach(), grads=grads)
     result.findings.backward_failure = backward_failure
     twin = build(ctx)
-    with torch.no_grad():  # exactly the values passed to functional_call, so only the mechanism differs
-        for name, value in new_params.items():
-            twin.get_parameter(name).copy_(value)
+    # exactly the values passed to functional_call, so only the mechanism differs; each in memory of its own (not
+    # copied in place: a library's default argument can put one tensor's memory under both builds' parameter)
+    for name, value in new_params.items():
+        twin.get_parameter(name).data = value.detach().clone()
     result.against = eager(ctx, twin)
     # torch.func.functional_call documents that buffers it is not given are the module's own: a forward that
     # updates them (a neuron's membrane) updates them as an eager forward does, which is no leak

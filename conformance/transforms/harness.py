@@ -149,7 +149,7 @@ class Findings:
     #: nn.Module methods that should return the module itself and returned something else: "eval() -> Linear"
     returned_other: list[str] | None = None
     #: submodules (by name) that two separately built modules hold as one instance: "surrogate_function (Sigmoid)"
-    shared_between_builds: list[str] | None = None
+    shared_between_builds: list[tuple[str, str]] | None = None  # (cause, part): transforms/contract.py
     #: the transform's own failure, kept while it still records findings for other checks (a failed fullgraph
     #: compile still counts graph breaks)
     failure: TransformFailed | None = None

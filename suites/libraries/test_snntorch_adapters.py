@@ -28,10 +28,25 @@ def leaky_example(**hyper) -> Example:
 def test_every_subject_claims_snntorch_and_builds_lazily():
     subjects = list(adapters.subjects())
     exchange = ("model.snn_network", "model.snn_conv_network")  # its three exchange networks
-    assert 12 <= len([s for s in subjects if s.spec not in exchange]) <= 16
+    assert 12 <= len([s for s in subjects if s.spec not in exchange]) <= 18
     assert {s.library for s in subjects} == {"snntorch"}
     assert all(s.requires == ("snntorch",) for s in subjects)
     assert len({s.id for s in subjects}) == len(subjects)
+
+
+def test_the_default_leaky_holds_its_membrane_between_calls_only_when_persisting():
+    """``Leaky(beta)`` called without mem: one call of T steps from rest equals T calls of one step when the layer
+    persists; without ``persist`` every call starts from reset_mem()."""
+    example = leaky_example()
+    x = example.x.float()
+    whole = adapters.build_default_leaky()(example)(x)
+    stepped = adapters.build_default_leaky(persist=True)(example)
+    assert torch.equal(torch.cat([stepped(x[t:t + 1]) for t in range(x.shape[0])]), whole)
+    fresh = adapters.build_default_leaky()(example)
+    from_rest = torch.cat([fresh(x[t:t + 1]) for t in range(x.shape[0])])
+    assert torch.equal(from_rest, (x >= 1.0).to(x.dtype))  # each step alone, from rest: fires where x reaches 1
+    assert not torch.equal(from_rest, whole)  # the carried membrane fires neuron 0 at step 2 (0.8 * 0.6 + 0.7)
+    assert fresh.neuron.threshold.item() == 1.0 and fresh.neuron.reset_mechanism == "subtract"  # snntorch's defaults
 
 
 def test_factory_kwargs_use_snntorch_argument_names():
