@@ -610,3 +610,27 @@ def test_the_source_hypothesis_seeds_the_draws_from_is_unchanged():
     assert "def cell_property(data):" in block
     assert hashlib.sha256(block.encode()).hexdigest() == CELL_PROPERTY_SOURCE_SHA256, (
         "cell_property's source changed: every derandomized cell now draws other examples (see the docstring)")
+
+
+def test_a_library_is_imported_at_the_float32_default_before_a_float64_cell_builds(tmp_path, monkeypatch):
+    """A tensor a library makes when it is imported (a default argument) has the dtype a program importing it at
+    start gives it, float32, whichever cell imports the library first: Context.build imports the subject's
+    ``requires`` before it sets float64 as the default dtype for a float64 cell."""
+    from conformance.core.types import Example
+    from conformance.transforms.harness import Context
+
+    (tmp_path / "made_at_import.py").write_text("import torch\nDEFAULT = torch.tensor(1.0)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "made_at_import", raising=False)
+
+    def build(example):
+        import made_at_import
+
+        return torch.nn.Identity() if made_at_import.DEFAULT.dtype == torch.float32 else None
+
+    subject = Subject(id="probe.made_at_import", spec="quant.sign_ste", build=build, library="probe",
+                      requires=("made_at_import",))
+    example = Example(torch.tensor([0.5, -2.0], dtype=torch.float64), {}, {"zero_value": 1.0})
+    ctx = Context(subject, registry.specs()[subject.spec], example, torch.float64, torch.device("cpu"))
+    assert isinstance(ctx.build(), torch.nn.Identity)
+    assert sys.modules["made_at_import"].DEFAULT.dtype == torch.float32

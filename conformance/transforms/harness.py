@@ -9,6 +9,7 @@ package (see ``conformance/transforms/__init__.py``); it knows nothing about par
 from __future__ import annotations
 
 import contextlib
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
@@ -54,6 +55,10 @@ class Context:
         """A fresh subject module for ``example`` on the cell's device and dtype (the one its users call step by
         step when the context is persistent)."""
         factory = self.subject.protocol.build if self.persistent else self.subject.build
+        # The library imported first, at torch's float32 default, as a program imports it: tensors a library makes
+        # at import time (default arguments) must not take the dtype of whichever cell happened to import it.
+        for name in self.subject.requires:
+            importlib.import_module(name)
         # Built under float64 as the default dtype for float64 cells, so parameters keep full precision.
         previous = torch.get_default_dtype()
         torch.set_default_dtype(torch.float64 if self.dtype == torch.float64 else torch.float32)
