@@ -80,8 +80,8 @@ def configure_process(cache_root: Path | None = None) -> None:
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
     # float32 cells compute in float32: cuDNN's TF32 default (10-bit mantissa) makes two ways of computing the same
-    # convolution differ by ~1e-3 (the spec's own binary_conv2d failed jvp on an H100). cpu_vs_cuda runs with
-    # torch's defaults (devices.torch_cuda_defaults): it reports what users get.
+    # convolution differ by ~1e-3 (the spec's own binary_conv2d failed jvp, and cpu_vs_cuda with 33 channels, on an
+    # H100): a precision torch chooses, not the subject's.
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     if hasattr(torch, "set_num_interop_threads"):

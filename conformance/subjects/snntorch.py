@@ -577,7 +577,8 @@ def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_m
                    fixed={"time_dim": 0, "surrogate": "atan", **fixed, **({"min_steps": 3} if protocol else {})},
                    protocol=protocol,
                    param_map=dict(param_map or {}), library=LIBRARY.name, requires=("snntorch",),
-                   known=(() if variant == "Leaky[init_hidden]" else (NONE_COMPARE_211,))
+                   # with init_hidden, or called without mem, the state argument is None: `None == None` traces
+                   known=(() if variant in ("Leaky[init_hidden]", "Leaky[default]") else (NONE_COMPARE_211,))
                    + known + NEURON_KNOWN + (EXPORT_LEAK,) + (PARAM_KNOWN if param_map else ())
                    # the adapter steps the neuron over time; it returns (spk, mem) unless init_hidden
                    + bdpy_stepped(tuple_output=returns_state))

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from typing import Callable, Iterator
+from typing import Callable
 
 import torch
 
@@ -14,23 +13,12 @@ from .harness import FORWARD_GRAD, Context, Transform, TransformRun, build, eage
 ORDER = 70
 
 
-@contextlib.contextmanager
-def torch_cuda_defaults() -> Iterator[None]:
-    """torch's own TF32 defaults (cuDNN convolutions in TF32, matmuls in float32), which the harness turns off for
-    every other cell (core.settings.configure_process)."""
-    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
-
-
 def cpu_vs_cuda(ctx: Context) -> TransformRun:
-    """The subject on CUDA, with torch's default TF32 settings, computes what the same subject computes on the CPU
-    (same input, same parameters, same cotangent): forward and gradients of the two devices must agree."""
-    with torch_cuda_defaults():
-        result = eager(ctx)
+    """The subject on CUDA computes what the same subject computes on the CPU (same input, same parameters, same
+    cotangent): forward and gradients of the two devices must agree. In float32 on both, as every cell: torch's
+    TF32 default for cuDNN convolutions rounds their operands to 10 mantissa bits (3.5e-4 relative on the spec's own
+    binary conv2d with 33 channels on an H100), a precision torch chooses, not the subject."""
+    result = eager(ctx)
     with stage("cpu_baseline"):
         result.against = eager(dataclasses.replace(ctx, device=torch.device("cpu")))
     return result
