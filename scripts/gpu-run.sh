@@ -13,6 +13,7 @@
 # (conformance.core.strategies.stable_draws). A library that is missing turns its cells to `skip`. Each stage runs under a time limit (the whole run aims at
 # GPU_RUN_BUDGET_S, default 570 s); what a stage recorded before its limit is kept. Where the copy of the tree carries
 # stale git metadata (a device machine's), CONFORMANCE_SUITE_SHA and CONFORMANCE_SUITE_TIME name the suite's commit.
+# GPU_RUN_SELECT narrows the matrix stage to the cells a pytest -k expression selects (re-recording a few cells).
 #
 # Output in DIR (default reports/cuda-run-<UTC stamp>): records.jsonl (one record per cell), mutants.log,
 # bench-cuda.json (subject/spec ratios, as reports/bench/baseline-cuda.json), kernels-cuda.json, run.log. Check
@@ -114,7 +115,8 @@ if has matrix; then
   limit=$(( $(left) - reserve ))
   echo "== matrix: cuda cells on $workers workers (limit ${limit}s)"
   records="$out/records"
-  timeout --signal=TERM --kill-after=20 "$limit" python3 -m pytest suites/test_matrix.py -k "cuda" \
+  timeout --signal=TERM --kill-after=20 "$limit" python3 -m pytest suites/test_matrix.py \
+    -k "cuda${GPU_RUN_SELECT:+ and ($GPU_RUN_SELECT)}" \
     -n "$workers" --dist loadgroup --results-dir "$records" -p no:cacheprovider -q -o addopts="" \
     > "$out/matrix.log" 2>&1
   rc=$?
