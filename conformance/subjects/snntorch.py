@@ -208,12 +208,14 @@ def build_leaky(*, init_hidden: bool = False, learn_beta: bool = False, learn_th
     return build
 
 
-def build_default_leaky(persist: bool = False):
-    """``Leaky(beta)``: the one required argument, every other at snntorch's default."""
+def build_default(class_name: str, persist: bool = False):
+    """``Leaky(beta)`` or ``Synaptic(alpha, beta)``: the required arguments, every other at snntorch's default."""
     def build(example: Example) -> nn.Module:
         import snntorch
 
-        return HeldState(snntorch.Leaky(beta=_float(example.params, "beta")), persist)
+        required = ("alpha", "beta") if class_name == "Synaptic" else ("beta",)
+        return HeldState(getattr(snntorch, class_name)(**{name: _float(example.params, name) for name in required}),
+                         persist)
 
     return build
 
@@ -401,12 +403,12 @@ INIT_HIDDEN_STEPPED: tuple[Known, ...] = (
                  "forgets mem between the steps, which the gradients show on every example",
           reproducer="reproducers/snntorch/leaky_init_hidden_jit_trace_forgets_mem.py"),
     Known(transform="jit_trace", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
-          reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros, so fed one step "
+          reason="traced on a fresh layer, the graph records the re-initialisation of the state to zeros, so fed one step "
                  "per call it starts every call from rest: the spikes differ where the carried-over membrane decides "
                  "one (the edge examples, exactly at the threshold)",
           reproducer="reproducers/snntorch/leaky_init_hidden_jit_trace_forgets_mem.py"),
     Known(transform="export", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
-          reason="exported on a fresh layer, the program records the re-initialisation of mem to zeros and mem is no "
+          reason="exported on a fresh layer, the program records the re-initialisation of the state to zeros, no "
                  "state of the program, so fed one step per call it starts every call from rest: the spikes differ "
                  "where the carried-over membrane decides one (the edge examples, exactly at the threshold)",
           reproducer="reproducers/snntorch/leaky_init_hidden_export_forgets_mem.py"),
@@ -422,27 +424,27 @@ INIT_HIDDEN_STEPPED: tuple[Known, ...] = (
 )
 
 
-#: Leaky as constructed by default, called without mem: the layer holds its membrane between calls, as with
-#: init_hidden, and returns it
-_HELD = "reproducers/snntorch/leaky_default"
+#: Leaky and Synaptic as constructed by default, called without their state: the layer holds it between calls, as
+#: with init_hidden, and returns the membrane
+_HELD = "reproducers/snntorch/held_state"
 HELD_STATE: tuple[Known, ...] = (
     Known(transform="eager", check="returns_no_state", cause="output-aliases-state", link=_STEPPED_LINK,
-          reason="called without mem, the layer returns its own state tensor as the membrane (`return spk, "
+          reason="called without its state, the layer returns its own state tensor as the membrane (`return spk, "
                  "self.mem`): an in-place op on the returned membrane changes what the next call starts from",
           reproducer=f"{_HELD}_returns_its_state.py"),
     Known(transform="jit_trace", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
-          reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros (its shape differs "
-                 "from the input's then), so the traced layer starts every call from rest: fed one step per call it "
-                 "forgets mem between the steps, which the gradients show on every example",
+          reason="traced on a fresh layer, the graph records the re-initialisation of the state to zeros (its shape "
+                 "differs from the input's then), so the traced layer starts every call from rest: fed one step per "
+                 "call it forgets the state between the steps, which the gradients show on every example",
           reproducer=f"{_HELD}_jit_trace_forgets_mem.py"),
     Known(transform="jit_trace", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
-          reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros, so fed one step "
+          reason="traced on a fresh layer, the graph records the re-initialisation of the state to zeros, so fed one step "
                  "per call it starts every call from rest: the spikes differ where the carried-over membrane decides "
                  "one",
           reproducer=f"{_HELD}_jit_trace_forgets_mem.py"),
     Known(transform="export", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
-          reason="exported on a fresh layer, the program records the re-initialisation of mem to zeros and mem is no "
-                 "state of the program, so fed one step per call it starts every call from rest",
+          reason="exported on a fresh layer, the program records the re-initialisation of the state to zeros and "
+                 "keeps no state of its own, so fed one step per call it starts every call from rest",
           reproducer=f"{_HELD}_export_forgets_mem.py"),
     Known(transform="checkpoint", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
           reason="checkpoint recomputes a step's forward during backward from the mem the later steps left (the "
@@ -578,7 +580,8 @@ def _neuron(variant: str, spec: str, build, *, fixed: Mapping[str, Any], param_m
                    protocol=protocol,
                    param_map=dict(param_map or {}), library=LIBRARY.name, requires=("snntorch",),
                    # with init_hidden, or called without mem, the state argument is None: `None == None` traces
-                   known=(() if variant in ("Leaky[init_hidden]", "Leaky[default]") else (NONE_COMPARE_211,))
+                   known=(() if variant in ("Leaky[init_hidden]", "Leaky[default]", "Synaptic[default]")
+                          else (NONE_COMPARE_211,))
                    + known + NEURON_KNOWN + (EXPORT_LEAK,) + (PARAM_KNOWN if param_map else ())
                    # the adapter steps the neuron over time; it returns (spk, mem) unless init_hidden
                    + bdpy_stepped(tuple_output=returns_state))
@@ -703,10 +706,11 @@ def subjects() -> Iterator[Subject]:
     yield _neuron("Synaptic", "neuron.synaptic", build_synaptic, fixed={"reset_delay": True})
     # as constructed by default (threshold 1, atan(alpha=2), reset by subtraction, delayed) and driven as snntorch's
     # README does, the layer holding its membrane between calls
-    yield _neuron("Leaky[default]", "neuron.leaky", build_default_leaky(),
-                  fixed={"threshold": 1.0, "graded_spikes_factor": 1.0, "reset_mechanism": "subtract",
-                         "reset_delay": True, "surrogate_alpha": None},
-                  known=HELD_STATE, protocol=CallProtocol(build_default_leaky(persist=True)))
+    defaults = {"threshold": 1.0, "reset_mechanism": "subtract", "reset_delay": True, "surrogate_alpha": None}
+    for name, spec, fixed in (("Leaky", "neuron.leaky", dict(defaults, graded_spikes_factor=1.0)),
+                              ("Synaptic", "neuron.synaptic", defaults)):
+        yield _neuron(f"{name}[default]", spec, build_default(name), fixed=fixed, known=HELD_STATE,
+                      protocol=CallProtocol(build_default(name, persist=True)))
     yield _neuron("Alpha", "neuron.alpha", build_alpha, fixed={})
     yield _neuron("Lapicque", "neuron.lapicque", build_lapicque, fixed={})
     yield _neuron("RLeaky", "neuron.rleaky", build_rleaky, fixed={"all_to_all": True, "reset_delay": True},

@@ -28,7 +28,7 @@ def leaky_example(**hyper) -> Example:
 def test_every_subject_claims_snntorch_and_builds_lazily():
     subjects = list(adapters.subjects())
     exchange = ("model.snn_network", "model.snn_conv_network")  # its three exchange networks
-    assert 12 <= len([s for s in subjects if s.spec not in exchange]) <= 18
+    assert 12 <= len([s for s in subjects if s.spec not in exchange]) <= 19
     assert {s.library for s in subjects} == {"snntorch"}
     assert all(s.requires == ("snntorch",) for s in subjects)
     assert len({s.id for s in subjects}) == len(subjects)
@@ -39,10 +39,10 @@ def test_the_default_leaky_holds_its_membrane_between_calls_only_when_persisting
     persists; without ``persist`` every call starts from reset_mem()."""
     example = leaky_example()
     x = example.x.float()
-    whole = adapters.build_default_leaky()(example)(x)
-    stepped = adapters.build_default_leaky(persist=True)(example)
+    whole = adapters.build_default("Leaky")(example)(x)
+    stepped = adapters.build_default("Leaky", persist=True)(example)
     assert torch.equal(torch.cat([stepped(x[t:t + 1]) for t in range(x.shape[0])]), whole)
-    fresh = adapters.build_default_leaky()(example)
+    fresh = adapters.build_default("Leaky")(example)
     from_rest = torch.cat([fresh(x[t:t + 1]) for t in range(x.shape[0])])
     assert torch.equal(from_rest, (x >= 1.0).to(x.dtype))  # each step alone, from rest: fires where x reaches 1
     assert not torch.equal(from_rest, whole)  # the carried membrane fires neuron 0 at step 2 (0.8 * 0.6 + 0.7)
