@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
-from .harness import Check, Truth
+from .harness import Check, Failures, Truth
 
 
 def check_module_contract(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
@@ -26,12 +26,10 @@ def check_independent_builds(ctx: Context, out: TransformRun, truth: Truth, tran
     by_cause: dict[str, list[str]] = {}
     for cause, part in out.findings.shared_between_builds:
         by_cause.setdefault(cause, []).append(part)
-    findings = [CheckFailed(cause, "two separately built modules hold the same " + _WHAT[cause] + ", ".join(parts))
-                for cause, parts in by_cause.items()]
-    if findings:
-        first, *also = findings
-        first.also = also
-        raise first
+    failures = Failures()  # each kind of sharing is a finding: the first the cell's, the others its also
+    for cause, parts in by_cause.items():
+        failures.add(CheckFailed(cause, f"two separately built modules hold the same {_WHAT[cause]}{', '.join(parts)}"))
+    failures.raise_first()
     return 0
 
 

@@ -403,12 +403,12 @@ INIT_HIDDEN_STEPPED: tuple[Known, ...] = (
                  "forgets mem between the steps, which the gradients show on every example",
           reproducer="reproducers/snntorch/leaky_init_hidden_jit_trace_forgets_mem.py"),
     Known(transform="jit_trace", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
-          reason="traced on a fresh layer, the graph records the re-initialisation of the state to zeros, so fed one step "
+          reason="traced on a fresh layer, the graph records the re-initialisation of mem to zeros, so fed one step "
                  "per call it starts every call from rest: the spikes differ where the carried-over membrane decides "
                  "one (the edge examples, exactly at the threshold)",
           reproducer="reproducers/snntorch/leaky_init_hidden_jit_trace_forgets_mem.py"),
     Known(transform="export", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
-          reason="exported on a fresh layer, the program records the re-initialisation of the state to zeros, no "
+          reason="exported on a fresh layer, the program records the re-initialisation of mem to zeros and mem is no "
                  "state of the program, so fed one step per call it starts every call from rest: the spikes differ "
                  "where the carried-over membrane decides one (the edge examples, exactly at the threshold)",
           reproducer="reproducers/snntorch/leaky_init_hidden_export_forgets_mem.py"),
@@ -425,36 +425,13 @@ INIT_HIDDEN_STEPPED: tuple[Known, ...] = (
 
 
 #: Leaky and Synaptic as constructed by default, called without their state: the layer holds it between calls, as
-#: with init_hidden, and returns the membrane
-_HELD = "reproducers/snntorch/held_state"
+#: with init_hidden (the same findings, each shown on these layers by a held_state_* script), and returns the membrane
 HELD_STATE: tuple[Known, ...] = (
     Known(transform="eager", check="returns_no_state", cause="output-aliases-state", link=_STEPPED_LINK,
           reason="called without its state, the layer returns its own state tensor as the membrane (`return spk, "
                  "self.mem`): an in-place op on the returned membrane changes what the next call starts from",
-          reproducer=f"{_HELD}_returns_its_state.py"),
-    Known(transform="jit_trace", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
-          reason="traced on a fresh layer, the graph records the re-initialisation of the state to zeros (its shape "
-                 "differs from the input's then), so the traced layer starts every call from rest: fed one step per "
-                 "call it forgets the state between the steps, which the gradients show on every example",
-          reproducer=f"{_HELD}_jit_trace_forgets_mem.py"),
-    Known(transform="jit_trace", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
-          reason="traced on a fresh layer, the graph records the re-initialisation of the state to zeros, so fed one step "
-                 "per call it starts every call from rest: the spikes differ where the carried-over membrane decides "
-                 "one",
-          reproducer=f"{_HELD}_jit_trace_forgets_mem.py"),
-    Known(transform="export", check="preserves_forward", cause="state-lost-between-calls", link=_STEPPED_LINK,
-          reason="exported on a fresh layer, the program records the re-initialisation of the state to zeros and "
-                 "keeps no state of its own, so fed one step per call it starts every call from rest",
-          reproducer=f"{_HELD}_export_forgets_mem.py"),
-    Known(transform="checkpoint", check="preserves_grad", cause="transform-changed-grad", link=_STEPPED_LINK,
-          reason="checkpoint recomputes a step's forward during backward from the mem the later steps left (the "
-                 "layer is not the side-effect-free function checkpoint asks for): the input gradient is wrong; "
-                 "nothing warns",
-          reproducer=f"{_HELD}_checkpoint_steps.py"),
-    Known(transform="checkpoint", check="state_matches_eager", cause="state-advanced-twice", link=_STEPPED_LINK,
-          reason="checkpoint's recomputation of a step runs the layer again, which overwrites mem with the recomputed "
-                 "step's value: after backward the layer no longer holds the state its last call left",
-          reproducer=f"{_HELD}_checkpoint_steps.py"),
+          reproducer="reproducers/snntorch/held_state_returns_its_state.py"),
+    *(replace(k, reproducer=k.reproducer.replace("leaky_init_hidden_", "held_state_")) for k in INIT_HIDDEN_STEPPED),
 )
 
 
