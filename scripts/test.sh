@@ -19,9 +19,10 @@ else
   echo "expectations: none checked in for environment $env_name (strict known failures still apply);" \
        "record them with: python -m conformance.expectations accept --results $results"
 fi
-# The benchmark gate (quick profile, 8 rounds in fresh processes, about 3 min on 2 cores): subject/spec speed ratios
-# against the checked-in reports/bench/baseline-cpu.json, a rank test per case and Holm's correction over all of
-# them; exits non-zero on a regression (family-wise false-alarm rate 1%, docs/benchmarks.md).
+# The benchmark gate (quick profile, about 4 min on 2 cores): subject/spec speed ratios of the tree and of the code
+# of the baseline commit (reports/bench/baseline-commit.json), 16 fresh processes each, side by side on this machine;
+# a rank test per case and Holm's correction over all of them; exits 1 on a regression (family-wise false-alarm
+# rate 1%, docs/benchmarks.md).
 # Only on a whole run (a partial one, ./run test -k ..., skips it), and never with CONFORMANCE_BENCH_GATE=0.
 if [ "$#" -eq 0 ] && [ "${CONFORMANCE_BENCH_GATE:-1}" != "0" ]; then
   started=$(date +%s)

@@ -1,8 +1,10 @@
 """``python -m conformance.bench run|gate|accept``: see :mod:`conformance.bench` and docs/benchmarks.md.
 
     python -m conformance.bench run --profile quick --out reports/bench/latest-cpu.json   # one session of rounds
-    python -m conformance.bench gate --profile quick           # exit 1 when a case is significantly slower
+    python -m conformance.bench gate --profile quick   # the tree beside the baseline commit; exit 1 if slower
+    python -m conformance.bench gate --against HEAD~1   # beside another commit
     python -m conformance.bench gate --results reports/bench/latest-cpu.json   # judge a recorded session
+    python -m conformance.bench accept --commit HEAD    # the gate's baseline is now the code of HEAD
     python -m conformance.bench accept --results s1.json s2.json --baseline reports/bench/baseline-cpu.json --add
 
 Exit status: 0 pass; 1 a regression (gate); 2 usage error or unreadable file; 3 (gate) no case could be judged
@@ -14,10 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from . import gate, rounds
+from . import ab, gate, rounds
 from .cases import PROFILES
 
 BENCH_DIR = Path("reports") / "bench"
@@ -98,7 +101,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                              "exit 1 on a regression")
     measuring(check)
     check.add_argument("--results", type=Path, default=None, help="judge this recorded session instead of measuring")
-    check.add_argument("--baseline", type=Path, default=None, help="default reports/bench/baseline-DEVICE.json")
+    check.add_argument("--against", default=None, metavar="REV",
+                       help=f"measure this commit's code beside the tree (default: the commit in {ab.COMMIT_FILE})")
+    check.add_argument("--baseline", type=Path, default=None,
+                       help="judge against this file of recorded ratios instead of a commit measured beside the tree "
+                            "(reports/bench/baseline-DEVICE.json: used where the baseline commit is unavailable)")
     check.add_argument("--out", type=Path, default=None, help="where the measured session goes (default latest)")
     check.add_argument("--alpha", type=float, default=gate.ALPHA,
                        help=f"family-wise false-alarm rate of one gate run (default {gate.ALPHA:g})")
@@ -106,7 +113,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                        help=f"the slowdown a gated case must be caught at in {gate.POWER:.0%}% of runs; a case too "
                             f"noisy for it is not gated (default {gate.DETECT:g})")
 
-    accept = commands.add_parser("accept", help="write the baseline from recorded sessions (all samples pooled)")
+    accept = commands.add_parser("accept", help="move the gate's baseline commit (--commit), or write the recorded "
+                                                "ratios from sessions (all samples pooled)")
+    accept.add_argument("--commit", default=None, metavar="REV",
+                        help=f"write this commit (resolved to its full id) into {ab.COMMIT_FILE}")
     accept.add_argument("--results", type=Path, nargs="+", default=None,
                         help="sessions to pool (default reports/bench/latest-DEVICE.json)")
     accept.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -197,7 +207,21 @@ def measure_session(args: argparse.Namespace, checkpoint=None) -> dict:
                           checkpoint=checkpoint)
 
 
+def accept_commit(args: argparse.Namespace) -> int:
+    if args.results or args.add or args.replace_cases or args.baseline:
+        raise UsageError("--commit moves the baseline commit; it takes no --results, --add, --replace-cases or "
+                         "--baseline")
+    commit = ab.resolve(args.commit)
+    gate.write(ab.COMMIT_FILE, {"kind": "conformance.bench.baseline-commit", "commit": commit,
+                                "accepted": time.strftime("%Y-%m-%d", time.gmtime()),
+                                "what": "the code the benchmark gate measures beside the tree (docs/benchmarks.md)"})
+    print(f"conformance.bench: wrote {ab.COMMIT_FILE}: the gate now measures commit {commit[:12]} beside the tree")
+    return 0
+
+
 def accept(args: argparse.Namespace) -> int:
+    if args.commit is not None:
+        return accept_commit(args)
     target = args.baseline or default_baseline(args.device)
     paths = args.results or [default_latest(args.device)]
     docs = [gate.load(p) for p in paths]
@@ -245,25 +269,89 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def baseline_commit(args: argparse.Namespace) -> tuple[str | None, str]:
+    """The commit the gate measures beside the tree, or None with the reason when it judges against recorded ratios
+    instead (--baseline given, or no usable baseline commit without --against)."""
+    if args.baseline is not None:
+        if args.against is not None:
+            raise UsageError("--against measures a commit, --baseline reads recorded ratios: give one of them")
+        return None, ""
+    if args.against is not None:
+        return ab.resolve(args.against), ""
+    if not ab.COMMIT_FILE.exists():
+        return None, f"no {ab.COMMIT_FILE} here"
+    recorded = ab.read_commit_file(ab.COMMIT_FILE)["commit"]
+    try:
+        return ab.resolve(recorded), ""
+    except ValueError as error:
+        return None, str(error)
+
+
 def run_gate(args: argparse.Namespace) -> int:
-    baseline_path = args.baseline or default_baseline(args.device)
-    baseline = gate.load(baseline_path)
+    if args.baseline is not None:  # a named file that cannot be read is the first thing to say
+        gate.load(args.baseline)
     if args.results is not None:
         results = gate.load(args.results)
+        if ab.is_ab(results):
+            ab.check_against(results, args.results)
+            return report_ab(args, results)
     else:
+        commit, why_not = baseline_commit(args)
+        if commit is not None:
+            return report_ab(args, measure_ab(args, commit))
+        if why_not:
+            print(f"conformance.bench: {why_not}: judging against the recorded ratios of "
+                  f"{args.baseline or default_baseline(args.device)} instead", file=sys.stderr)
+    baseline_path = args.baseline or default_baseline(args.device)
+    baseline = gate.load(baseline_path)
+    if args.results is None:
         if baseline["device"] != args.device:
             raise UsageError(f"{baseline_path} is a {baseline['device']} baseline, not {args.device}")
         results = measure_session(args)
         gate.write(args.out or default_latest(args.device), results)
     verdict = gate.judge_session(baseline, results, alpha=args.alpha, detect=args.detect)
+    return report(verdict, gate.summary(verdict, baseline=str(baseline_path)))
+
+
+def measure_ab(args: argparse.Namespace, commit: str) -> dict:
+    """The tree and ``commit``'s code measured side by side (:mod:`conformance.bench.ab`), written after every pair
+    of rounds to --out (default latest), so that a run stopped by a time limit keeps its rounds."""
+    chosen = chosen_cases(args)
+    _slowdowns(args.slowdown)
+    progress = None if args.quiet else (lambda line: print(f"conformance.bench: {line}", file=sys.stderr,
+                                                           flush=True))
+    if progress:
+        progress(f"measuring commit {commit[:12]} beside the tree: {args.rounds or ab.ROUNDS} rounds a side, "
+                 f"{len(chosen)} cases")
+    out = args.out or default_latest(args.device)
+    filtered = bool(args.subjects) or bool(getattr(args, "cases", None))
+    results = ab.measure(profile=args.profile, device=args.device, rounds=args.rounds or ab.ROUNDS,
+                         jobs=args.jobs or default_jobs(args.device), repeats=args.repeats or ab.REPEATS,
+                         sample_s=args.sample_s or ab.SAMPLE_S * SETTINGS[args.profile]["sample_s"] / gate.SAMPLE_S,
+                         threads=args.threads,
+                         attempted=[c.id for c in chosen], baseline_dir=ab.baseline_code(commit, ab.default_cache()),
+                         commit=commit, case_ids=[c.id for c in chosen] if filtered else None,
+                         slowdown=args.slowdown, memory=not args.no_memory, seed=args.seed, progress=progress,
+                         checkpoint=lambda partial: gate.write(out, partial))
+    gate.write(out, results)
+    return results
+
+
+def report_ab(args: argparse.Namespace, results: dict) -> int:
+    verdict = ab.judge(results, alpha=args.alpha, detect=args.detect, power=gate.POWER)
+    return report(verdict, ab.summary(verdict), remedy="more rounds: --rounds")
+
+
+def report(verdict, summary: str, remedy: str = "on a machine the baseline lacks, add a session of it: run, then "
+                                                "accept --add") -> int:
+    """Print a verdict (table, notes, summary line); the gate's exit status."""
     print(gate.table(verdict))
     if gate.notes(verdict):
         print(gate.notes(verdict))
-    print(gate.summary(verdict, baseline=str(baseline_path)))
+    print(summary)
     why_nothing = gate.nothing_gated(verdict)
     if why_nothing:
-        print(f"conformance.bench: {why_nothing} (on a machine the baseline lacks, add a session of it: run, then "
-              "accept --add)", file=sys.stderr)
+        print(f"conformance.bench: {why_nothing} ({remedy})", file=sys.stderr)
         return NOTHING_GATED
     return 1 if verdict.failed else 0
 

@@ -1,0 +1,365 @@
+"""The gate against a baseline commit: the tree and the baseline's code measured side by side, in one session.
+
+A subject/spec ratio is a property of the machine as much as of the code (two hosts sold under one CPU label differ
+per case by more than the gate tolerates, docs/benchmarks.md), so a ratio recorded on one machine cannot gate another.
+Here nothing recorded is compared: the gate extracts the baseline commit's code (``git archive``), and in the same
+session runs ``rounds`` fresh processes of each side, tree and baseline started in pairs (two at a time on two cores,
+one after the other on one), so both sides see the same host and the same load. Per case, the exact one-sided
+Mann-Whitney test asks whether the tree's rounds, lowered by ``MARGIN``, lie above the baseline's; Holm's step-down
+procedure over all gated cases bounds the false-alarm rate of the whole run by ``alpha``. A case whose baseline
+rounds are too noisy for a ``detect`` slowdown to be found in ``POWER`` of simulated runs is reported, not gated.
+
+Both sides run the ``round`` command of their own code (``python -m conformance.bench round``) in the same Python
+environment: the gate sees changes of this repository's code (adapters, specs, kernels, the harness), not of the
+installed libraries, which both sides share.
+
+The baseline commit is one fact, in ``reports/bench/baseline-commit.json``; ``accept --commit REV`` moves it (after
+committing a wanted change of speed, so that the baseline is the code that has it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import tarfile
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import stats
+from .gate import MISSING, NEW, NOT_GATED, OK, FASTER, REGRESSION, Row, _labels
+from .rounds import combine, load_round, machine_label, positive_number, round_command
+
+#: Per side: ROUNDS fresh processes, each timing every case in REPEATS block(s) of four samples of SAMPLE_S seconds
+#: (a process is the unit of independence, so one block per process; docs/benchmarks.md "The gate"). MARGIN: the
+#: change of a case's ratio the gate tolerates, for what differs between two processes of different code besides
+#: the subject's speed (where the code and the tensors land in memory).
+ROUNDS = 16
+REPEATS = 1
+SAMPLE_S = 0.01
+MARGIN = 0.05
+MIN_ROUNDS = 6             # rounds of a case needed on each side to judge it
+TRIALS = 400               # simulated runs per case for its detection power
+COMMIT_FILE = Path("reports") / "bench" / "baseline-commit.json"
+CODE_PATHS = ("conformance", "reference", "kernels", "pyproject.toml")
+
+
+# ------------------------------------------------------------------------------------------------ the baseline
+def code_root() -> Path:
+    """The directory holding the ``conformance`` package this process runs (the tree under test)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+    except OSError as error:
+        raise ValueError(f"cannot run git ({error.strerror or error})") from None
+    if done.returncode != 0:
+        raise ValueError(" ".join((done.stderr or done.stdout).split())[:300] or f"git {args[0]} failed")
+    return done.stdout.strip()
+
+
+def read_commit_file(path: Path | str) -> dict:
+    """The baseline commit file, checked; anything malformed is a ValueError of one line naming the file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read it ({error.strerror or error})") from None
+    except ValueError as error:
+        raise ValueError(f"{path}: not JSON ({error})") from None
+    commit = data.get("commit") if isinstance(data, dict) else None
+    if not isinstance(commit, str) or len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        raise ValueError(f"{path}: \"commit\" must be a full 40-hex-digit git commit id, got {commit!r}")
+    return data
+
+
+def resolve(rev: str, root: Path | None = None) -> str:
+    """The full id of commit ``rev`` in the repository of ``root``; a one-line ValueError if it is not there."""
+    root = root or code_root()
+    try:
+        return _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except ValueError:
+        shallow = (root / ".git" / "shallow").exists()
+        raise ValueError(f"baseline commit {rev!r} is not in the repository at {root}"
+                         + (" (a shallow clone: git fetch --unshallow)" if shallow else "")) from None
+
+
+def baseline_code(commit: str, cache: Path, root: Path | None = None) -> Path:
+    """The baseline's code (``CODE_PATHS`` of ``commit``), extracted once into ``cache/<commit>`` and reused."""
+    root = root or code_root()
+    target = cache / commit
+    if (target / "conformance" / "bench" / "__main__.py").exists():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    present = [p for p in CODE_PATHS if _git(root, "ls-tree", "--name-only", commit, p)]
+    with tempfile.TemporaryDirectory(dir=cache, prefix=".extract-") as tmp:
+        archive = Path(tmp) / "code.tar"
+        _git(root, "archive", "--format=tar", f"--output={archive}", commit, *present)
+        with tarfile.open(archive) as tar:
+            tar.extractall(Path(tmp) / "code", filter="data")
+        if not (Path(tmp) / "code" / "conformance" / "bench" / "__main__.py").exists():
+            raise ValueError(f"baseline commit {commit[:12]} has no conformance.bench to measure with")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(Path(tmp) / "code", target)
+    return target
+
+
+def default_cache() -> Path:
+    return Path(os.environ.get("CONFORMANCE_CACHE_DIR") or Path.cwd() / ".cache" / "conformance") / "bench-baseline"
+
+
+def tree_commit(root: Path | None = None) -> str | None:
+    """HEAD of the tree under test, with ``+dirty`` when its code differs from HEAD; None outside git."""
+    root = root or code_root()
+    try:
+        head = _git(root, "rev-parse", "HEAD")
+        dirty = _git(root, "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
+    except ValueError:
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
+# ------------------------------------------------------------------------------------------------ measuring
+def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, sample_s: float, threads: int,
+            attempted: Sequence[str], baseline_dir: Path, commit: str, case_ids: Sequence[str] | None = None,
+            slowdown: Sequence[str] = (), memory: bool = True, seed: int | None = None,
+            progress: Callable[[str], None] | None = None, checkpoint: Callable[[dict], None] | None = None) -> dict:
+    """``rounds`` processes of the tree and ``rounds`` of the baseline's code, started in pairs (ABBA order), as one
+    document: the tree's session (what ``run`` writes), with the baseline's session under ``"against"``.
+    ``slowdown`` applies to the tree's rounds only (the experiment's injected regression). Round ``i`` of both
+    sides shuffles the cases with the same seed. A failed round is reported and left out."""
+    if rounds < 1 or jobs < 1:
+        raise ValueError(f"rounds and jobs must be at least 1, got {rounds} and {jobs}")
+    seed = random.SystemRandom().randrange(1_000_000) if seed is None else seed
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    clock = time.perf_counter()
+    sides = {"tree": code_root(), "baseline": baseline_dir}
+    sessions = {side: {"profile": profile, "device": device, "started": started, "rounds_planned": rounds,
+                       "rounds": 0, "jobs": jobs, "repeats": repeats, "builds": 1, "sample_s": sample_s,
+                       "threads": threads, "seed": seed, "slowdown": list(slowdown) if side == "tree" else [],
+                       "load": [], "round_s": [], "failed_rounds": [],
+                       "load_start": [round(v, 2) for v in os.getloadavg()],
+                       "code": tree_commit() if side == "tree" else commit}
+                for side in sides}
+    docs: dict[str, list[dict]] = {side: [] for side in sides}
+    # ABBA: pair i starts tree first when i is even, the baseline first when odd
+    tasks = [(side, i) for i in range(rounds) for side in (("tree", "baseline") if i % 2 == 0 else
+                                                            ("baseline", "tree"))]
+    env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(Path(os.environ.get("CONFORMANCE_CACHE_DIR")
+                                                         or Path.cwd() / ".cache" / "conformance").resolve())}
+
+    def document() -> dict:
+        ids = {side: f"{started}/{seed:06d}/{side}" for side in sides}
+        for side in sides:
+            sessions[side]["duration_s"] = round(time.perf_counter() - clock, 1)
+        tree = combine(docs["tree"], session=sessions["tree"], session_id=ids["tree"], attempted=attempted)
+        base = combine(docs["baseline"], session=sessions["baseline"], session_id=ids["baseline"],
+                       attempted=attempted)
+        return {**tree, "against": {"commit": commit, "session": base}}
+
+    with tempfile.TemporaryDirectory(prefix="conformance-bench-ab-") as tmp:
+        running: dict[tuple[str, int], tuple[subprocess.Popen, float, Path, object]] = {}
+        while tasks or running:
+            while tasks and len(running) < jobs:
+                side, i = tasks.pop(0)
+                out = Path(tmp) / f"{side}-{i:03d}.json"
+                log = open(Path(tmp) / f"{side}-{i:03d}.log", "w+")
+                command = round_command(profile=profile, device=device, seed=seed + i, out=out, repeats=repeats,
+                                        sample_s=sample_s, threads=threads, subjects=None, case_ids=case_ids,
+                                        slowdown=slowdown if side == "tree" else (), memory=memory and i == 0)
+                command.append("--quiet")  # every option given is one the round command had when this file came
+                # each side's own code first on the path: -m puts the working directory there
+                running[(side, i)] = (subprocess.Popen(command, cwd=sides[side], env=env, stdout=subprocess.DEVNULL,
+                                                       stderr=log), time.perf_counter(), out, log)
+            time.sleep(0.05)
+            for key, (process, began, out, log) in list(running.items()):
+                if process.poll() is None:
+                    continue
+                del running[key]
+                side, i = key
+                log.seek(0)
+                tail = log.read()[-400:].strip().replace("\n", " | ")
+                log.close()
+                session = sessions[side]
+                try:
+                    if process.returncode != 0:
+                        raise ValueError(f"exit {process.returncode}: {tail}")
+                    docs[side].append(load_round(out))
+                except (OSError, ValueError) as error:
+                    session["failed_rounds"].append({"round": i, "error": str(error)[:400]})
+                    if progress:
+                        progress(f"{side} round {i + 1}/{rounds} failed: {str(error)[:200]}")
+                    continue
+                session.setdefault("machine", machine_label(docs[side][-1]["env"], device))
+                session.setdefault("clock", docs[side][-1].get("clock", "wall"))
+                session["rounds"] += 1
+                session["round_s"].append(round(time.perf_counter() - began, 1))
+                session["load"].append([round(v, 2) for v in os.getloadavg()])
+                if progress:
+                    done = sessions["tree"]["rounds"] + sessions["baseline"]["rounds"]
+                    progress(f"round {done}/{2 * rounds} ({side}) done in {session['round_s'][-1]:.0f} s "
+                             f"(load {session['load'][-1][0]:.2f})")
+                if checkpoint and docs["tree"] and docs["baseline"]:
+                    checkpoint(document())
+    for side in sides:
+        if not docs[side]:
+            raise RuntimeError(f"every {side} round failed: "
+                               + "; ".join(f["error"][:200] for f in sessions[side]["failed_rounds"]))
+    return document()
+
+
+# ------------------------------------------------------------------------------------------------ judging
+@dataclass
+class Verdict:
+    rows: list[Row]
+    alpha: float
+    rounds: int                 # rounds per side (the most of any case)
+    gated: int
+    commit: str
+    margin: float
+
+    @property
+    def failed(self) -> bool:
+        return any(row.verdict == REGRESSION for row in self.rows)
+
+
+def _log_samples(entry: dict) -> list[float]:
+    return [math.log(v) for values in entry["samples"].values() for v in values]
+
+
+def _seed(case_id: str) -> int:
+    return zlib.crc32(case_id.encode())
+
+
+def detection_power(baseline: Sequence[float], *, rounds: int, margin: float, effect: float, threshold_p: float,
+                    trials: int = TRIALS, seed: int = 0) -> float:
+    """The share of simulated runs in which a case slowed by ``effect`` (a log ratio) is rejected at
+    ``threshold_p``: both sides resampled from the baseline's rounds (their spread around its median), the tree's
+    moved up by ``effect``, the test as :func:`judge` runs it."""
+    return _power(tuple(baseline), rounds, margin, effect, threshold_p, trials, seed)
+
+
+def _power(baseline: tuple[float, ...], rounds: int, margin: float, effect: float, threshold_p: float, trials: int,
+           seed: int) -> float:
+    rng = random.Random(seed)
+    middle = statistics.median(baseline)
+    residuals = [v - middle for v in baseline]
+    hits = 0
+    for _ in range(trials):
+        tree = [effect + rng.choice(residuals) - margin for _ in range(rounds)]
+        base = [rng.choice(residuals) for _ in range(len(baseline))]
+        hits += stats.mann_whitney_greater(tree, base)[1] <= threshold_p
+    return hits / trials
+
+
+def judge(results: dict, *, alpha: float, detect: float, power: float, margin: float | None = None) -> Verdict:
+    """The verdict on an A/B document (:func:`measure`): per case in both sides, the one-sided exact rank test of
+    the tree's rounds lowered by ``margin`` against the baseline's, and Holm over the gated cases."""
+    margin = MARGIN if margin is None else margin
+    against = results.get("against") or {}
+    base = against.get("session") or {"entries": {}, "skipped": {}, "attempted": []}
+    tree_entries, base_entries = results["entries"], base["entries"]
+    common = [c for c in tree_entries if c in base_entries]
+    threshold = alpha / max(1, len(common))
+    log_margin = math.log1p(margin)
+    rows: dict[str, Row] = {}
+    now: dict[str, list[float]] = {}
+    ref: dict[str, list[float]] = {}
+    for case_id, entry in tree_entries.items():
+        now[case_id] = _log_samples(entry)
+        row = rows[case_id] = Row(case_id, **_labels(case_id, entry), old=None,
+                                  new=math.exp(statistics.median(now[case_id])), verdict=NEW,
+                                  rounds=len(now[case_id]), mem_subject=entry.get("mem_subject"),
+                                  mem_reference=entry.get("mem_reference"))
+        if case_id not in base_entries:
+            row.reason = f"not measured by the baseline commit's code ({against.get('commit', '?')[:12]})"
+            continue
+        ref[case_id] = _log_samples(base_entries[case_id])
+        row.old, row.margin = math.exp(statistics.median(ref[case_id])), margin
+        fewest = min(len(now[case_id]), len(ref[case_id]))
+        if fewest < MIN_ROUNDS:
+            row.verdict, row.reason = NOT_GATED, f"measured in {fewest} round(s) on one side, {MIN_ROUNDS} needed"
+            continue
+        best = stats.smallest_p(len(now[case_id]), len(ref[case_id]))
+        if best > threshold:
+            row.verdict = NOT_GATED
+            row.reason = (f"too few rounds: {len(now[case_id])} and {len(ref[case_id])} rounds give p >= {best:.1e}, "
+                          f"Holm's first step over {len(common)} cases needs {threshold:.1e}")
+            continue
+        row.power = detection_power(ref[case_id], rounds=len(now[case_id]), margin=log_margin,
+                                    effect=math.log1p(detect), threshold_p=threshold, seed=_seed(case_id))
+    # A slowed subject is caught when any of its cases is: a subject whose cases together find a ``detect``
+    # slowdown in fewer than ``power`` of simulated runs is not gated (its cases' rounds are drawn independently).
+    by_subject: dict[str, list[Row]] = {}
+    for row in rows.values():
+        if row.power is not None:
+            by_subject.setdefault(row.subject, []).append(row)
+    for subject, members in by_subject.items():
+        together = 1.0 - math.prod(1.0 - r.power for r in members)
+        for row in members:
+            spread = stats.robust_sd([v - statistics.median(ref[row.id]) for v in ref[row.id]])
+            alone = (f"a {detect:.0%} slowdown is found in {row.power:.0%} of simulated runs by this case"
+                     + (f", in {together:.1%} by the subject's {len(members)} cases" if len(members) > 1 else "")
+                     + f" (sd between rounds {spread:.1%}, {len(ref[row.id])} baseline rounds)")
+            if together < power:
+                row.verdict, row.reason = NOT_GATED, f"too noisy: {alone}"
+            elif row.power < power:
+                row.reason = f"gated with its subject: {alone}"
+    gated = [c for c, row in rows.items() if row.verdict == NEW and row.power is not None]
+    slower, faster = {}, {}
+    for case_id in gated:
+        _, rows[case_id].p = stats.mann_whitney_greater([v - log_margin for v in now[case_id]], ref[case_id])
+        slower[case_id] = rows[case_id].p
+        faster[case_id] = stats.mann_whitney_greater([v - log_margin for v in ref[case_id]], now[case_id])[1]
+    regressions = stats.holm(slower, alpha=alpha)
+    speedups = stats.holm(faster, alpha=alpha)
+    for case_id in gated:
+        rows[case_id].verdict = REGRESSION if case_id in regressions else FASTER if case_id in speedups else OK
+    attempted = set(results.get("attempted", ()))
+    for case_id, old in base_entries.items():
+        if case_id in attempted and case_id not in tree_entries:
+            rows[case_id] = Row(case_id, **_labels(case_id, old), old=old["ratio"], new=None, verdict=MISSING,
+                                reason=results.get("skipped", {}).get(case_id, "not measured"))
+    order = {REGRESSION: 0, MISSING: 1, NOT_GATED: 2, FASTER: 3, NEW: 4, OK: 5}
+    ordered = sorted(rows.values(), key=lambda r: (order[r.verdict], r.library, r.subject, r.size, r.mode))
+    most = max([r.rounds for r in ordered] or [0])
+    return Verdict(ordered, alpha, most, len(gated), str(against.get("commit", "")), margin)
+
+
+def summary(verdict: Verdict) -> str:
+    counts: dict[str, int] = {}
+    for row in verdict.rows:
+        counts[row.verdict] = counts.get(row.verdict, 0) + 1
+    shown = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: kv[0] != REGRESSION))
+    outcome = "FAIL" if verdict.failed else "nothing judged" if not verdict.gated else "pass"
+    return (f"conformance.bench gate: {outcome} against commit {verdict.commit[:12]} measured beside the tree: "
+            f"{shown}; {verdict.rounds} rounds a side, margin {verdict.margin:.0%}, Holm over {verdict.gated} "
+            f"gated cases at family-wise alpha {verdict.alpha:g}")
+
+
+def is_ab(results: dict) -> bool:
+    """Whether a results document was measured against a baseline commit (has the baseline's session)."""
+    return isinstance(results.get("against"), dict) and isinstance(results["against"].get("session"), dict)
+
+
+def check_against(results: dict, path: Path | str) -> None:
+    """A results file's baseline session, checked as :func:`conformance.bench.gate.load` checks the tree's: a
+    ValueError of one line naming the file and what is wrong."""
+    base = results["against"]["session"]
+    if not isinstance(base.get("entries"), dict):
+        raise ValueError(f"{path}: the baseline commit's session has no entries")
+    for case_id, entry in base["entries"].items():
+        samples = entry.get("samples") if isinstance(entry, dict) else None
+        values = [v for vs in samples.values() for v in vs] if isinstance(samples, dict) and all(
+            isinstance(vs, list) for vs in samples.values()) else []
+        if not values or not all(positive_number(v) for v in values):
+            raise ValueError(f"{path}: the baseline commit's entry {case_id!r} has no positive finite samples")

@@ -1,0 +1,250 @@
+#!/usr/bin/env python
+"""The experiment behind the benchmark gate against a baseline commit (docs/benchmarks.md, "The experiment"): how
+often whole gate runs of an unchanged tree fail, with and without a concurrent CPU load, and how often a 25%
+slowdown of one subject is caught.
+
+    python scripts/gate-experiment.py collect --dir reports/bench/gate-runs --runs 30 --load none
+    python scripts/gate-experiment.py collect --dir reports/bench/gate-runs --runs 30 --load pytest
+    python scripts/gate-experiment.py collect --dir reports/bench/gate-runs --runs 3 --load none --slowed
+    python scripts/gate-experiment.py analyse --dir reports/bench/gate-runs --trials 100 --out FILE.json
+    python scripts/gate-experiment.py export --dir reports/bench/gate-runs --out reports/bench/gate-experiment-runs.json.gz
+    python scripts/gate-experiment.py analyse --archive reports/bench/gate-experiment-runs.json.gz --trials 100
+
+``collect`` runs ``python -m conformance.bench gate --profile quick`` (what ``./run test`` runs: the tree beside the
+baseline commit) again and again and appends one line per run to ``DIR/index.jsonl`` (file, load, exit status, the
+summary line, load averages, duration). ``--slowed`` passes ``--slowdown '*=0.25'``: every subject 25% slower in the
+tree's rounds only, for the detection trials. ``--load pytest`` keeps ``python -m pytest suites/meta -n 1`` running
+in a loop beside the run; ``--load external`` labels runs measured beside a load started elsewhere (e.g. a fresh
+clone's ``./run test``); every run also records the load averages it saw, which ``analyse`` reports.
+
+``analyse`` re-judges every run with the gate's own code (the verdict must equal the exit status recorded), counts
+the failing runs of the unchanged tree with exact Clopper-Pearson bounds, and composes detection trials: in an
+unchanged run, one subject's cases (both sides) are replaced by that subject's cases from a slowed run, and the
+result is judged by the same procedure; a trial is caught when a case of that subject is a REGRESSION.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SLOWDOWN = 0.25
+
+
+class Load:
+    """A concurrent CPU load: a pytest run of the spec meta-tests (one xdist worker), restarted until stopped."""
+
+    def __init__(self, kind: str):
+        self.kind, self.process = kind, None
+
+    def __enter__(self):
+        if self.kind == "pytest":
+            loop = ("while true; do python -m pytest suites/meta -n 1 -p no:cacheprovider -q "
+                    "--results-dir /tmp/conformance-gate-experiment-load >/dev/null 2>&1; done")
+            self.process = subprocess.Popen(["bash", "-c", loop], cwd=ROOT, start_new_session=True,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(10)  # let it reach its steady state
+        return self
+
+    def __exit__(self, *exc):
+        if self.process is not None:
+            os.killpg(self.process.pid, 15)
+            self.process.wait()
+
+
+def collect(args: argparse.Namespace) -> int:
+    out = Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    prefix = f"{'slowed' if args.slowed else 'gate'}-{args.load}"
+    done = len(list(out.glob(f"{prefix}-*.json")))
+    for n in range(done, done + args.runs):
+        target = out / f"{prefix}-{n:02d}.json"
+        command = [sys.executable, "-m", "conformance.bench", "gate", "--profile", "quick", "--quiet",
+                   "--out", str(target)]
+        if args.slowed:
+            command += ["--slowdown", f"*={SLOWDOWN}", "--no-memory"]
+        with Load(args.load):
+            before = os.getloadavg()
+            started = time.time()
+            run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+            duration = time.time() - started
+            after = os.getloadavg()
+        summary = next((line for line in reversed(run.stdout.splitlines()) if line.startswith("conformance.bench")),
+                       run.stderr.strip()[-300:])
+        record = {"file": target.name, "slowed": args.slowed, "load": args.load, "rc": run.returncode,
+                  "summary": summary, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+                  "duration_s": round(duration, 1), "loadavg_before": [round(v, 2) for v in before],
+                  "loadavg_after": [round(v, 2) for v in after]}
+        with open(out / "index.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+        print(f"{target.name}: rc {run.returncode}, {duration:.0f} s, load {before[0]:.2f} -> {after[0]:.2f}: "
+              f"{summary}", flush=True)
+        if run.returncode not in (0, 1):
+            print(f"stopping: {run.stderr.strip()[-500:]}", file=sys.stderr)
+            return 2
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------ analyse
+def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact one-sided bounds for a binomial rate from k of n: (lower, upper), each at ``confidence``."""
+    from scipy.stats import beta
+
+    lower = 0.0 if k == 0 else float(beta.ppf(1 - confidence, k, n - k + 1))
+    upper = 1.0 if k == n else float(beta.ppf(confidence, k + 1, n - k))
+    return lower, upper
+
+
+def load_runs(args: argparse.Namespace) -> list[dict]:
+    """Every run: its index line plus the document (``doc``)."""
+    if args.archive:
+        with gzip.open(args.archive, "rt", encoding="utf-8") as handle:
+            return json.load(handle)["runs"]
+    folder = Path(args.dir)
+    runs = []
+    for line in (folder / "index.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        path = folder / record["file"]
+        if path.exists():
+            runs.append({**record, "doc": json.loads(path.read_text(encoding="utf-8"))})
+    return runs
+
+
+def subject_of(case_id: str) -> str:
+    return case_id.split("|")[0]
+
+
+def composed(unchanged: dict, slowed: dict, subject: str) -> dict:
+    """``unchanged`` with every case of ``subject`` (tree and baseline side) taken from ``slowed``."""
+    doc = json.loads(json.dumps(unchanged))
+    for side_new, side_old in ((doc, slowed), (doc["against"]["session"], slowed["against"]["session"])):
+        for case_id in [c for c in side_new["entries"] if subject_of(c) == subject]:
+            if case_id in side_old["entries"]:
+                side_new["entries"][case_id] = side_old["entries"][case_id]
+            else:
+                del side_new["entries"][case_id]
+    return doc
+
+
+def mean_load(doc: dict) -> float:
+    """The mean 1-minute load average over the rounds of both sides."""
+    values = [v[0] for d in (doc, doc["against"]["session"]) for s in d["sessions"].values() for v in s["load"]]
+    return statistics.mean(values) if values else float("nan")
+
+
+def analyse(args: argparse.Namespace) -> int:
+    from conformance.bench import ab, gate
+
+    def verdict_of(doc: dict):
+        return ab.judge(doc, alpha=gate.ALPHA, detect=gate.DETECT, power=gate.POWER)
+
+    runs = load_runs(args)
+    unchanged = [r for r in runs if not r["slowed"]]
+    slowed = [r for r in runs if r["slowed"]]
+    report: dict = {"runs": [], "conditions": {}, "detection": {}}
+    for run in unchanged:
+        verdict = verdict_of(run["doc"])
+        status = 1 if verdict.failed else 3 if not verdict.gated else 0
+        if status != run["rc"]:
+            raise SystemExit(f"{run['file']}: re-judged {status}, the gate returned {run['rc']}")
+        changes = [abs(math.log(r.new / r.old)) for r in verdict.rows if r.old and r.new]
+        report["runs"].append({"file": run["file"], "load": run["load"], "rc": run["rc"],
+                               "mean_load": round(mean_load(run["doc"]), 2), "gated": verdict.gated,
+                               "not_gated": sum(r.verdict == gate.NOT_GATED for r in verdict.rows),
+                               "median_abs_change": round(statistics.median(changes), 4),
+                               "largest_change": round(max(changes), 4),
+                               "smallest_p": min((r.p for r in verdict.rows if r.p is not None), default=None),
+                               "duration_s": run["duration_s"]})
+    by_condition: dict[str, list[dict]] = {}
+    for row in report["runs"]:
+        by_condition.setdefault(row["load"], []).append(row)
+    by_condition["all"] = report["runs"]
+    for condition, rows in by_condition.items():
+        failed = sum(r["rc"] == 1 for r in rows)
+        report["conditions"][condition] = {
+            "runs": len(rows), "failed": failed, "upper95": round(clopper_pearson(failed, len(rows))[1], 4),
+            "mean_load": [min(r["mean_load"] for r in rows), max(r["mean_load"] for r in rows)],
+            "gated": [min(r["gated"] for r in rows), max(r["gated"] for r in rows)],
+            "median_duration_s": statistics.median(r["duration_s"] for r in rows)}
+    if slowed and unchanged:
+        rng = random.Random(args.seed)
+        subjects = sorted({subject_of(c) for r in unchanged for c in r["doc"]["entries"]})
+        caught = 0
+        misses: dict[str, int] = {}
+        for _ in range(args.trials):
+            base, slow, subject = rng.choice(unchanged), rng.choice(slowed), rng.choice(subjects)
+            verdict = verdict_of(composed(base["doc"], slow["doc"], subject))
+            hit = any(r.verdict == gate.REGRESSION for r in verdict.rows if r.subject == subject)
+            wrong = [r.id for r in verdict.rows if r.verdict == gate.REGRESSION and r.subject != subject]
+            if wrong:
+                raise SystemExit(f"a trial failed unslowed cases: {wrong}")
+            caught += hit
+            if not hit:
+                misses[subject] = misses.get(subject, 0) + 1
+        lower = clopper_pearson(caught, args.trials)[0]
+        every = {}
+        for subject in subjects:
+            hits = sum(any(r.verdict == gate.REGRESSION for r in verdict_of(composed(b["doc"], s["doc"], subject)).rows
+                           if r.subject == subject) for b in unchanged[:args.exhaustive] for s in slowed)
+            every[subject] = [hits, min(args.exhaustive, len(unchanged)) * len(slowed)]
+        report["detection"] = {"trials": args.trials, "caught": caught, "lower95": round(lower, 4),
+                               "misses": misses, "every_subject": every,
+                               "slowed_runs": [r["file"] for r in slowed]}
+    text = json.dumps(report, indent=1)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    for condition, row in report["conditions"].items():
+        print(f"{condition}: {row['runs']} runs, {row['failed']} failed (95% upper bound {row['upper95']:.1%}), "
+              f"mean load {row['mean_load'][0]:.2f}-{row['mean_load'][1]:.2f}, gated {row['gated'][0]}-"
+              f"{row['gated'][1]}, median {row['median_duration_s']:.0f} s")
+    if report["detection"]:
+        d = report["detection"]
+        total = [sum(v[0] for v in d["every_subject"].values()), sum(v[1] for v in d["every_subject"].values())]
+        print(f"detection: {d['caught']} of {d['trials']} trials (95% lower bound {d['lower95']:.1%}); every subject "
+              f"against every slowed run: {total[0]} of {total[1]}; misses {d['misses']}")
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    runs = load_runs(args)
+    with gzip.open(args.out, "wt", encoding="utf-8") as handle:
+        json.dump({"kind": "conformance.bench.gate-experiment", "runs": runs}, handle, separators=(",", ":"))
+    print(f"wrote {args.out}: {len(runs)} runs")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    c = commands.add_parser("collect")
+    c.add_argument("--dir", required=True)
+    c.add_argument("--runs", type=int, default=1)
+    c.add_argument("--load", choices=("none", "pytest", "external"), default="none")
+    c.add_argument("--slowed", action="store_true")
+    for name in ("analyse", "export"):
+        p = commands.add_parser(name)
+        p.add_argument("--dir")
+        p.add_argument("--archive")
+        p.add_argument("--out")
+        p.add_argument("--trials", type=int, default=100)
+        p.add_argument("--exhaustive", type=int, default=10, help="unchanged runs used for every subject x slowed run")
+        p.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    if args.command in ("analyse", "export") and not (args.dir or args.archive):
+        parser.error("give --dir or --archive")
+    return {"collect": collect, "analyse": analyse, "export": export}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
