@@ -20,14 +20,14 @@ else
        "record them with: python -m conformance.expectations accept --results $results"
 fi
 # The benchmark gate (quick profile, about 4 min on 2 cores): subject/spec speed ratios of the tree and of the code
-# of the baseline commit (reports/bench/baseline-commit.json), 16 fresh processes each, side by side on this machine;
+# of the baseline commit (reports/bench/gate-commit.json), 16 fresh processes each, side by side on this machine;
 # a rank test per case and Holm's correction over all of them; exits 1 on a regression (family-wise false-alarm
 # rate 1%, docs/benchmarks.md).
 # Only on a whole run (a partial one, ./run test -k ..., skips it), and never with CONFORMANCE_BENCH_GATE=0.
 if [ "$#" -eq 0 ] && [ "${CONFORMANCE_BENCH_GATE:-1}" != "0" ]; then
   started=$(date +%s)
   gate_status=0
-  python -m conformance.bench gate --profile quick --quiet || gate_status=$?
+  python -m conformance.bench gate --profile quick || gate_status=$?
   if [ "$gate_status" -eq 3 ]; then
     echo "benchmark gate: no case could be judged on this machine (reasons above); not counted as a failure"
   elif [ "$gate_status" -ne 0 ]; then

@@ -212,7 +212,7 @@ def accept_commit(args: argparse.Namespace) -> int:
         raise UsageError("--commit moves the baseline commit; it takes no --results, --add, --replace-cases or "
                          "--baseline")
     commit = ab.resolve(args.commit)
-    gate.write(ab.COMMIT_FILE, {"kind": "conformance.bench.baseline-commit", "commit": commit,
+    gate.write(ab.COMMIT_FILE, {"kind": "conformance.bench.gate-commit", "commit": commit,
                                 "accepted": time.strftime("%Y-%m-%d", time.gmtime()),
                                 "what": "the code the benchmark gate measures beside the tree (docs/benchmarks.md)"})
     print(f"conformance.bench: wrote {ab.COMMIT_FILE}: the gate now measures commit {commit[:12]} beside the tree")
@@ -273,8 +273,6 @@ def baseline_commit(args: argparse.Namespace) -> tuple[str | None, str]:
     """The commit the gate measures beside the tree, or None with the reason when it judges against recorded ratios
     instead (--baseline given, or no usable baseline commit without --against)."""
     if args.baseline is not None:
-        if args.against is not None:
-            raise UsageError("--against measures a commit, --baseline reads recorded ratios: give one of them")
         return None, ""
     if args.against is not None:
         return ab.resolve(args.against), ""
@@ -288,6 +286,8 @@ def baseline_commit(args: argparse.Namespace) -> tuple[str | None, str]:
 
 
 def run_gate(args: argparse.Namespace) -> int:
+    if args.baseline is not None and args.against is not None:
+        raise UsageError("--against measures a commit, --baseline reads recorded ratios: give one of them")
     if args.baseline is not None:  # a named file that cannot be read is the first thing to say
         gate.load(args.baseline)
     if args.results is not None:

@@ -13,7 +13,7 @@ Both sides run the ``round`` command of their own code (``python -m conformance.
 environment: the gate sees changes of this repository's code (adapters, specs, kernels, the harness), not of the
 installed libraries, which both sides share.
 
-The baseline commit is one fact, in ``reports/bench/baseline-commit.json``; ``accept --commit REV`` moves it (after
+The baseline commit is one fact, in ``reports/bench/gate-commit.json``; ``accept --commit REV`` moves it (after
 committing a wanted change of speed, so that the baseline is the code that has it).
 """
 
@@ -48,7 +48,7 @@ SAMPLE_S = 0.01
 MARGIN = 0.05
 MIN_ROUNDS = 6             # rounds of a case needed on each side to judge it
 TRIALS = 400               # simulated runs per case for its detection power
-COMMIT_FILE = Path("reports") / "bench" / "baseline-commit.json"
+COMMIT_FILE = Path("reports") / "bench" / "gate-commit.json"
 CODE_PATHS = ("conformance", "reference", "kernels", "pyproject.toml")
 
 

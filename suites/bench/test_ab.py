@@ -202,7 +202,7 @@ def test_a_corrupt_commit_file_is_one_line_and_exit_status_2(text, fault, tmp_pa
     ab.COMMIT_FILE.write_text(text)
     assert main(["gate", "--cases", CHEAP[0]]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and fault in err and "baseline-commit.json" in err
+    assert len(err.splitlines()) == 1 and fault in err and "gate-commit.json" in err
 
 
 @needs_git
@@ -223,7 +223,7 @@ def test_without_a_commit_file_the_gate_says_it_reads_recorded_ratios(tmp_path, 
     monkeypatch.chdir(tmp_path)
     assert main(["gate", "--cases", CHEAP[0]]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith("conformance.bench: no reports/bench/baseline-commit.json here: judging against the "
+    assert err[0].startswith("conformance.bench: no reports/bench/gate-commit.json here: judging against the "
                              "recorded ratios of reports/bench/baseline-cpu.json instead")
     assert "baseline-cpu.json" in err[1] and len(err) == 2
 
