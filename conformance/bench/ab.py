@@ -36,7 +36,7 @@ from typing import Callable, Sequence
 
 from . import stats
 from .gate import MISSING, NEW, NOT_GATED, OK, FASTER, REGRESSION, Row, _labels
-from .rounds import combine, load_round, machine_label, positive_number, round_command
+from .rounds import combine, new_session, positive_number, record_round, round_command, run_rounds
 
 #: Per side: ROUNDS fresh processes, each timing every case in REPEATS block(s) of four samples of SAMPLE_S seconds
 #: (a process is the unit of independence, so one block per process; docs/benchmarks.md "The gate"). MARGIN: the
@@ -143,73 +143,47 @@ def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     clock = time.perf_counter()
     sides = {"tree": code_root(), "baseline": baseline_dir}
-    sessions = {side: {"profile": profile, "device": device, "started": started, "rounds_planned": rounds,
-                       "rounds": 0, "jobs": jobs, "repeats": repeats, "builds": 1, "sample_s": sample_s,
-                       "threads": threads, "seed": seed, "slowdown": list(slowdown) if side == "tree" else [],
-                       "load": [], "round_s": [], "failed_rounds": [],
-                       "load_start": [round(v, 2) for v in os.getloadavg()],
+    sessions = {side: {**new_session(profile=profile, device=device, rounds=rounds, jobs=jobs, repeats=repeats,
+                                     sample_s=sample_s, threads=threads, seed=seed, started=started,
+                                     slowdown=slowdown if side == "tree" else ()),
                        "code": tree_commit() if side == "tree" else commit}
                 for side in sides}
     docs: dict[str, list[dict]] = {side: [] for side in sides}
-    # ABBA: pair i starts tree first when i is even, the baseline first when odd
-    tasks = [(side, i) for i in range(rounds) for side in (("tree", "baseline") if i % 2 == 0 else
-                                                            ("baseline", "tree"))]
-    env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(Path(os.environ.get("CONFORMANCE_CACHE_DIR")
-                                                         or Path.cwd() / ".cache" / "conformance").resolve())}
 
     def document() -> dict:
-        ids = {side: f"{started}/{seed:06d}/{side}" for side in sides}
         for side in sides:
             sessions[side]["duration_s"] = round(time.perf_counter() - clock, 1)
-        tree = combine(docs["tree"], session=sessions["tree"], session_id=ids["tree"], attempted=attempted)
-        base = combine(docs["baseline"], session=sessions["baseline"], session_id=ids["baseline"],
-                       attempted=attempted)
+        tree, base = (combine(docs[side], session=sessions[side], session_id=f"{started}/{seed:06d}/{side}",
+                              attempted=attempted) for side in sides)
         return {**tree, "against": {"commit": commit, "session": base}}
 
+    def finished(key, result, error, seconds):
+        side, i = key
+        if not record_round(sessions[side], docs[side], i, result, error, seconds, device):
+            if progress:
+                progress(f"{side} round {i + 1}/{rounds} failed: {error[:200]}")
+            return
+        if progress:
+            done = sessions["tree"]["rounds"] + sessions["baseline"]["rounds"]
+            progress(f"round {done}/{2 * rounds} ({side}) done in {seconds:.0f} s "
+                     f"(load {sessions[side]['load'][-1][0]:.2f})")
+        if checkpoint and docs["tree"] and docs["baseline"]:
+            checkpoint(document())
+
+    # each side's own code first on the path: -m puts the working directory there
+    env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(Path(os.environ.get("CONFORMANCE_CACHE_DIR")
+                                                         or Path.cwd() / ".cache" / "conformance").resolve())}
     with tempfile.TemporaryDirectory(prefix="conformance-bench-ab-") as tmp:
-        running: dict[tuple[str, int], tuple[subprocess.Popen, float, Path, object]] = {}
-        while tasks or running:
-            while tasks and len(running) < jobs:
-                side, i = tasks.pop(0)
-                out = Path(tmp) / f"{side}-{i:03d}.json"
-                log = open(Path(tmp) / f"{side}-{i:03d}.log", "w+")
-                command = round_command(profile=profile, device=device, seed=seed + i, out=out, repeats=repeats,
-                                        sample_s=sample_s, threads=threads, subjects=None, case_ids=case_ids,
+        tasks = []
+        for i in range(rounds):  # ABBA: pair i starts the tree first when i is even, the baseline first when odd
+            for side in (("tree", "baseline") if i % 2 == 0 else ("baseline", "tree")):
+                command = round_command(profile=profile, device=device, seed=seed + i,
+                                        out=Path(tmp) / f"{side}-{i:03d}.json", repeats=repeats, sample_s=sample_s,
+                                        threads=threads, subjects=None, case_ids=case_ids,
                                         slowdown=slowdown if side == "tree" else (), memory=memory and i == 0)
-                command.append("--quiet")  # every option given is one the round command had when this file came
-                # each side's own code first on the path: -m puts the working directory there
-                running[(side, i)] = (subprocess.Popen(command, cwd=sides[side], env=env, stdout=subprocess.DEVNULL,
-                                                       stderr=log), time.perf_counter(), out, log)
-            time.sleep(0.05)
-            for key, (process, began, out, log) in list(running.items()):
-                if process.poll() is None:
-                    continue
-                del running[key]
-                side, i = key
-                log.seek(0)
-                tail = log.read()[-400:].strip().replace("\n", " | ")
-                log.close()
-                session = sessions[side]
-                try:
-                    if process.returncode != 0:
-                        raise ValueError(f"exit {process.returncode}: {tail}")
-                    docs[side].append(load_round(out))
-                except (OSError, ValueError) as error:
-                    session["failed_rounds"].append({"round": i, "error": str(error)[:400]})
-                    if progress:
-                        progress(f"{side} round {i + 1}/{rounds} failed: {str(error)[:200]}")
-                    continue
-                session.setdefault("machine", machine_label(docs[side][-1]["env"], device))
-                session.setdefault("clock", docs[side][-1].get("clock", "wall"))
-                session["rounds"] += 1
-                session["round_s"].append(round(time.perf_counter() - began, 1))
-                session["load"].append([round(v, 2) for v in os.getloadavg()])
-                if progress:
-                    done = sessions["tree"]["rounds"] + sessions["baseline"]["rounds"]
-                    progress(f"round {done}/{2 * rounds} ({side}) done in {session['round_s'][-1]:.0f} s "
-                             f"(load {session['load'][-1][0]:.2f})")
-                if checkpoint and docs["tree"] and docs["baseline"]:
-                    checkpoint(document())
+                # every option given is one the round command had when this file came
+                tasks.append(((side, i), [*command, "--quiet"], sides[side]))
+        run_rounds(tasks, jobs=jobs, folder=Path(tmp), finished=finished, env=env)
     for side in sides:
         if not docs[side]:
             raise RuntimeError(f"every {side} round failed: "

@@ -120,6 +120,63 @@ def combine(round_docs: Sequence[dict], *, session: dict, session_id: str, attem
             "skipped": skipped, "complete": session["rounds"] == session["rounds_planned"]}
 
 
+def run_rounds(tasks: Sequence[tuple[object, list[str], Path | None]], *, jobs: int, folder: Path,
+               finished: Callable[[object, dict | None, str, float], None], env: dict | None = None) -> None:
+    """Run round commands, ``jobs`` at a time, in the order given: each task is (key, command, working directory),
+    the command writing its document to the path after ``--out``. ``finished(key, document, error, seconds)`` is
+    called as each ends, with the loaded document, or None and a one-line error (exit status and the log's tail)."""
+    pending = list(tasks)
+    running: dict[object, tuple[subprocess.Popen, float, Path, object]] = {}
+    n = 0
+    while pending or running:
+        while pending and len(running) < jobs:
+            key, command, cwd = pending.pop(0)
+            n += 1
+            log = open(folder / f"round-{n:03d}.log", "w+")
+            out = Path(command[command.index("--out") + 1])
+            running[key] = (subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=log),
+                            time.perf_counter(), out, log)
+        time.sleep(0.05)
+        for key, (process, began, out, log) in list(running.items()):
+            if process.poll() is None:
+                continue
+            del running[key]
+            log.seek(0)
+            tail = log.read()[-400:].strip().replace("\n", " | ")
+            log.close()
+            try:
+                if process.returncode != 0:
+                    raise ValueError(f"exit {process.returncode}: {tail}")
+                document, error = load_round(out), ""
+            except (OSError, ValueError) as problem:
+                document, error = None, str(problem)[:400]
+            finished(key, document, error, time.perf_counter() - began)
+
+
+def new_session(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, sample_s: float, threads: int,
+                seed: int, slowdown: Sequence[str], started: str) -> dict:
+    """The description of a session kept in its document; :func:`record_round` fills in what its rounds did."""
+    return {"profile": profile, "device": device, "started": started, "rounds_planned": rounds, "rounds": 0,
+            "jobs": jobs, "repeats": repeats, "builds": 1, "sample_s": sample_s, "threads": threads, "seed": seed,
+            "slowdown": list(slowdown), "load": [], "round_s": [], "failed_rounds": [],
+            "load_start": [round(v, 2) for v in os.getloadavg()]}
+
+
+def record_round(session: dict, docs: list[dict], index: int, document: dict | None, error: str, seconds: float,
+                 device: str) -> bool:
+    """Add a finished round to its session (or its error); whether it succeeded."""
+    if document is None:
+        session["failed_rounds"].append({"round": index, "error": error})
+        return False
+    docs.append(document)
+    session.setdefault("machine", machine_label(document["env"], device))
+    session.setdefault("clock", document.get("clock", "wall"))
+    session["rounds"] += 1
+    session["round_s"].append(round(seconds, 1))
+    session["load"].append([round(v, 2) for v in os.getloadavg()])
+    return True
+
+
 def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, sample_s: float, threads: int,
             attempted: Sequence[str], subjects: Sequence[str] | None = None, case_ids: Sequence[str] | None = None,
             slowdown: Sequence[str] = (), memory: bool = True, seed: int | None = None,
@@ -135,52 +192,27 @@ def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     session_id = f"{started}/{seed:06d}"
     clock = time.perf_counter()
-    session = {"profile": profile, "device": device, "started": started, "rounds_planned": rounds, "rounds": 0,
-               "jobs": jobs, "repeats": repeats, "builds": 1, "sample_s": sample_s, "threads": threads,
-               "seed": seed, "slowdown": list(slowdown), "load": [], "round_s": [], "failed_rounds": [],
-               "load_start": [round(v, 2) for v in os.getloadavg()]}
+    session = new_session(profile=profile, device=device, rounds=rounds, jobs=jobs, repeats=repeats,
+                          sample_s=sample_s, threads=threads, seed=seed, slowdown=slowdown, started=started)
     docs: list[dict] = []
+
+    def finished(i, document, error, seconds):
+        if not record_round(session, docs, i, document, error, seconds, device):
+            if progress:
+                progress(f"round {i + 1}/{rounds} failed: {error[:200]}")
+            return
+        session["duration_s"] = round(time.perf_counter() - clock, 1)
+        if progress:
+            progress(f"round {session['rounds']}/{rounds} done in {seconds:.0f} s (load {session['load'][-1][0]:.2f})")
+        if checkpoint:
+            checkpoint(combine(docs, session=session, session_id=session_id, attempted=attempted))
+
     with tempfile.TemporaryDirectory(prefix="conformance-bench-rounds-") as tmp:
-        pending = list(range(rounds))
-        running: dict[int, tuple[subprocess.Popen, float, Path, object]] = {}
-        while pending or running:
-            while pending and len(running) < jobs:
-                i = pending.pop(0)
-                out = Path(tmp) / f"round-{i:03d}.json"
-                log = open(Path(tmp) / f"round-{i:03d}.log", "w+")
-                command = round_command(profile=profile, device=device, seed=seed + i, out=out, repeats=repeats,
-                                        sample_s=sample_s, threads=threads, subjects=subjects, case_ids=case_ids,
-                                        slowdown=slowdown, memory=memory and i == 0)
-                running[i] = (subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log), time.perf_counter(),
-                              out, log)
-            time.sleep(0.05)
-            for i, (process, began, out, log) in list(running.items()):
-                if process.poll() is None:
-                    continue
-                del running[i]
-                log.seek(0)
-                tail = log.read()[-400:].strip().replace("\n", " | ")
-                log.close()
-                try:
-                    if process.returncode != 0:
-                        raise ValueError(f"exit {process.returncode}: {tail}")
-                    docs.append(load_round(out))
-                except (OSError, ValueError) as error:
-                    session["failed_rounds"].append({"round": i, "error": str(error)[:400]})
-                    if progress:
-                        progress(f"round {i + 1}/{rounds} failed: {str(error)[:200]}")
-                    continue
-                session.setdefault("machine", machine_label(docs[-1]["env"], device))
-                session.setdefault("clock", docs[-1].get("clock", "wall"))
-                session["rounds"] += 1
-                session["round_s"].append(round(time.perf_counter() - began, 1))
-                session["load"].append([round(v, 2) for v in os.getloadavg()])
-                session["duration_s"] = round(time.perf_counter() - clock, 1)
-                if progress:
-                    progress(f"round {session['rounds']}/{rounds} done in {session['round_s'][-1]:.0f} s "
-                             f"(load {session['load'][-1][0]:.2f})")
-                if checkpoint:
-                    checkpoint(combine(docs, session=session, session_id=session_id, attempted=attempted))
+        tasks = [(i, round_command(profile=profile, device=device, seed=seed + i, out=Path(tmp) / f"round-{i:03d}.json",
+                                   repeats=repeats, sample_s=sample_s, threads=threads, subjects=subjects,
+                                   case_ids=case_ids, slowdown=slowdown, memory=memory and i == 0), None)
+                 for i in range(rounds)]
+        run_rounds(tasks, jobs=jobs, folder=Path(tmp), finished=finished)
     if not docs:
         raise RuntimeError("every round failed: " + "; ".join(f["error"][:200] for f in session["failed_rounds"]))
     session["duration_s"] = round(time.perf_counter() - clock, 1)
