@@ -370,3 +370,274 @@ def conv_implicit_kernel(x_ptr, w_ptr, out_ptr, scale_ptr, bias_ptr, M, COUT, C,
         y = y + tl.load(bias_ptr + offs_n, mask=n_ok, other=0.0).to(y.dtype)[None, :]
     dst = out_ptr + (n * (COUT * OH * OW) + ohw)[:, None] + offs_n[None, :] * (OH * OW)
     tl.store(dst, y.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+def sign_perm_kernel(x_ptr, out_ptr, sum_ptr, K, KP, stride_xm, stride_om,
+                     ZERO: tl.constexpr, USE_SUM: tl.constexpr, BLOCK: tl.constexpr, LOG_BLOCK: tl.constexpr):
+    """Row ``m`` of ``x [M, K]`` as int8 signs (``sign(0) = ZERO``) in the K order of :func:`xnor_gemv_tc_kernel`'s
+    unpacked weight bytes: position ``32 w + 4 i + j`` holds ``k = 32 w + 8 j + i``; zero for ``k >= K`` up to
+    ``KP``. ``sum[m]`` = the sum of the row's signs. ``USE_SUM`` (CUDA): ``tl.sum``; otherwise ``LOG_BLOCK``
+    halvings."""
+    m = tl.program_id(0)
+    p = tl.arange(0, BLOCK)
+    kk = (p // 32) * 32 + (p % 4) * 8 + (p % 32) // 4
+    total = tl.full((BLOCK,), 0, dtype=tl.int32)
+    for p0 in range(0, KP, BLOCK):
+        k = p0 + kk
+        x = tl.load(x_ptr + m * stride_xm + k, mask=k < K, other=0)
+        s = tl.where(x > 0, 1, tl.where(x < 0, -1, ZERO))
+        s = tl.where(k < K, s, 0)
+        tl.store(out_ptr + m * stride_om + p0 + p, s.to(tl.int8), mask=p0 + p < KP)
+        total += s
+    if USE_SUM:
+        tl.store(sum_ptr + m, tl.sum(total, axis=0))
+    else:  # halvings of the last axis (no tl.sum in the interpreter: see the module doc)
+        t = total
+        for h in tl.static_range(LOG_BLOCK):
+            lo, hi = tl.split(tl.reshape(t, (BLOCK >> (h + 1), 2)))
+            t = lo + hi
+        tl.store(sum_ptr + m + tl.arange(0, 1), t)
+
+
+def xnor_gemv_tc_kernel(x8_ptr, sum_ptr, b_ptr, out_ptr, scale_ptr, bias_ptr, M, N, KW,
+                        stride_xm, stride_bn, stride_om,
+                        SCALE_MODE: tl.constexpr, HAS_BIAS: tl.constexpr, USE_ASM: tl.constexpr,
+                        BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_W: tl.constexpr):
+    """The small-batch binary GEMV on the int8 tensor cores: ``acc[n, m] = sum_k b[n, k] s[m, k]`` with the weight
+    bits ``b`` in {0, 1} unpacked on chip and the signs ``s`` from :func:`sign_perm_kernel`, so that
+    ``sum_k (2 b - 1) s = 2 acc - sum_k s`` (exact int32). ``b``: packed int32 ``[N, KW]``, lsb order (the bits
+    past K multiply the zero padding of ``s``).
+
+    Unpacking: byte ``j`` of ``(word >> i) & 0x01010101`` is bit ``8 j + i``: two integer ops give four weight bytes,
+    which become K positions ``4 i + j`` (the activations are permuted to match). ``USE_ASM`` (CUDA): the int32 is
+    handed to the MMA operand as its four bytes by an inline-asm ``mov`` with ``pack=4``; the four packed elements
+    are four copies joined on the last axes, which ``tl.join`` keeps in one thread. Otherwise (interpreter) each bit
+    is shifted out separately. Measured, not dispatched: Triton converts the unpacked tile to the MMA operand
+    layout through shared memory, which bounds it (docs/kernels.md, "Binary GEMV")."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_w = tl.arange(0, BLOCK_W)
+    offs_k = tl.arange(0, BLOCK_W * 32)
+    bit = (offs_k % 4) * 8 + (offs_k % 32) // 4
+    acc = tl.full((BLOCK_N, BLOCK_M), 0, dtype=tl.int32)
+    for w0 in range(0, KW, BLOCK_W):
+        ws = w0 + offs_w
+        w = tl.load(b_ptr + offs_n[:, None] * stride_bn + ws[None, :],
+                    mask=(offs_n[:, None] < N) & (ws[None, :] < KW), other=0)
+        if USE_ASM:
+            r = w & 0x01010101
+            r = tl.join(tl.join(r, r), tl.join(r, r))
+            p0 = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r,r,r", [r], dtype=tl.int8, is_pure=True, pack=4)
+            r = (w >> 1) & 0x01010101
+            r = tl.join(tl.join(r, r), tl.join(r, r))
+            p1 = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r,r,r", [r], dtype=tl.int8, is_pure=True, pack=4)
+            r = (w >> 2) & 0x01010101
+            r = tl.join(tl.join(r, r), tl.join(r, r))
+            p2 = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r,r,r", [r], dtype=tl.int8, is_pure=True, pack=4)
+            r = (w >> 3) & 0x01010101
+            r = tl.join(tl.join(r, r), tl.join(r, r))
+            p3 = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r,r,r", [r], dtype=tl.int8, is_pure=True, pack=4)
+            r = (w >> 4) & 0x01010101
+            r = tl.join(tl.join(r, r), tl.join(r, r))
+            p4 = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r,r,r", [r], dtype=tl.int8, is_pure=True, pack=4)
+            r = (w >> 5) & 0x01010101
+            r = tl.join(tl.join(r, r), tl.join(r, r))
+            p5 = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r,r,r", [r], dtype=tl.int8, is_pure=True, pack=4)
+            r = (w >> 6) & 0x01010101
+            r = tl.join(tl.join(r, r), tl.join(r, r))
+            p6 = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r,r,r", [r], dtype=tl.int8, is_pure=True, pack=4)
+            r = (w >> 7) & 0x01010101
+            r = tl.join(tl.join(r, r), tl.join(r, r))
+            p7 = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r,r,r", [r], dtype=tl.int8, is_pure=True, pack=4)
+            # [BLOCK_N, BLOCK_W, j (2, 2), i (4s, 2s, 1s)] -> positions 4 i + j
+            wb = tl.join(tl.join(tl.join(p0, p4), tl.join(p2, p6)), tl.join(tl.join(p1, p5), tl.join(p3, p7)))
+            wb = tl.reshape(tl.permute(wb, (0, 1, 4, 5, 6, 2, 3)), (BLOCK_N, BLOCK_W * 32))
+        else:
+            wr = tl.reshape(tl.broadcast_to(w[:, :, None], (BLOCK_N, BLOCK_W, 32)), (BLOCK_N, BLOCK_W * 32))
+            wb = ((wr >> bit[None, :]) & 1).to(tl.int8)
+        xa = tl.load(x8_ptr + offs_m[:, None] * stride_xm + (w0 * 32 + offs_k)[None, :], mask=offs_m[:, None] < M,
+                     other=0)
+        acc = tl.dot(wb, tl.trans(xa), acc, out_dtype=tl.int32)
+    exact = 2 * acc - tl.load(sum_ptr + offs_m, mask=offs_m < M, other=0)[None, :]
+    y = exact.to(tl.float32)
+    if out_ptr.dtype.element_ty == tl.float64:
+        y = exact.to(tl.float64)
+    if SCALE_MODE == 1:
+        y = y * tl.load(scale_ptr).to(y.dtype)
+    if SCALE_MODE == 2:
+        y = y * tl.load(scale_ptr + offs_n, mask=offs_n < N, other=0.0).to(y.dtype)[:, None]
+    if HAS_BIAS:
+        y = y + tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(y.dtype)[:, None]
+    tl.store(out_ptr + offs_m[None, :] * stride_om + offs_n[:, None], y.to(out_ptr.dtype.element_ty),
+             mask=(offs_m[None, :] < M) & (offs_n[:, None] < N))
+
+
+def xnor_gemv_bmma_kernel(a_ptr, b_ptr, out_ptr, scale_ptr, bias_ptr, M, N, K, KW, stride_am, stride_bn, stride_om,
+                          SCALE_MODE: tl.constexpr, HAS_BIAS: tl.constexpr, USE_ASM: tl.constexpr,
+                          NTILE: tl.constexpr, KSPLIT: tl.constexpr, UNROLL: tl.constexpr, VEC: tl.constexpr):
+    """:func:`xnor_gemv_kernel` on the binary tensor cores: ``mma.sync.m16n8k256.b1`` with ``xor.popc`` (CUDA,
+    ``USE_ASM``) takes 16 packed activation rows and 8 packed weight rows, 256 bits of K an instruction, and adds
+    ``popcount(a ^ b)`` into int32 sums; ``out = scale * (K - 2 sum) + bias`` as in the popcount kernel (both
+    operands pad with bit 1, so padding never differs; words past ``KW`` load as 0 on both sides).
+
+    One program: ``NTILE`` tiles of 8 weight rows by 16 activation rows, ``NTILE * KSPLIT`` warps: warp ``w`` takes
+    tile ``w % NTILE`` and every ``KSPLIT``-th step of 16 words (two MMAs) from step ``w // NTILE``, ``UNROLL``
+    steps per loop turn (all loads first); the ``KSPLIT`` partial sums are added at the end. The MMA is issued by
+    inline PTX on 1-D tensors of ``32 * warps`` elements, element ``r`` in thread ``r`` (Triton's layout of a 1-D
+    tensor whose loads have no contiguity): each thread passes its own fragment registers. Fragments (lane ``l``,
+    ``g = l // 4``, ``t = l % 4``): A rows ``g`` and ``g + 8``, B row ``g``, each with words ``4 t .. 4 t + 3`` of the
+    step; the MMA pairs A's and B's registers by position, so K has the same order on both sides. Sums: rows
+    ``g, g + 8`` by weight rows ``2 t, 2 t + 1``. Otherwise (interpreter): the same sums by XOR and SWAR popcount."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    m0 = pid_m * 16
+    # the sums' indices: [tile, lane, m half, n parity]
+    lane = tl.arange(0, 32)[None, :, None, None]
+    m = m0 + lane // 4 + 8 * tl.arange(0, 2)[None, None, :, None]
+    n = (pid_n * NTILE + tl.arange(0, NTILE)[:, None, None, None]) * 8 + 2 * (lane % 4) + \
+        tl.arange(0, 2)[None, None, None, :]
+    if USE_ASM:
+        r = tl.arange(0, 32 * NTILE * KSPLIT)
+        warp = r // 32
+        g = (r % 32) // 4
+        rb = (pid_n * NTILE + warp % NTILE) * 8 + g
+        ra0 = m0 + g
+        ra1 = ra0 + 8
+        first = (warp // NTILE) * 16 + (r % 4) * 4
+        c0 = tl.full((32 * NTILE * KSPLIT,), 0, dtype=tl.int32)
+        c1 = c0
+        c2 = c0
+        c3 = c0
+        for s0 in range(0, KW, 16 * KSPLIT * UNROLL):
+            w = s0 + first
+            if VEC:
+                ok = w < KW  # VEC: KW, the strides and the pointers are even, so a pair is all in or all out
+                pb = (b_ptr + rb * stride_bn + w).to(tl.pointer_type(tl.int64))
+                pa0 = (a_ptr + ra0 * stride_am + w).to(tl.pointer_type(tl.int64))
+                pa1 = (a_ptr + ra1 * stride_am + w).to(tl.pointer_type(tl.int64))
+                x = tl.load(pb, mask=(rb < N) & ok, other=0)
+                b0 = x.to(tl.int32)
+                b1 = (x >> 32).to(tl.int32)
+                x = tl.load(pa0, mask=(ra0 < M) & ok, other=0)
+                a00 = x.to(tl.int32)
+                a01 = (x >> 32).to(tl.int32)
+                x = tl.load(pa1, mask=(ra1 < M) & ok, other=0)
+                a10 = x.to(tl.int32)
+                a11 = (x >> 32).to(tl.int32)
+                x = tl.load(pb + 1, mask=(rb < N) & (w + 2 < KW), other=0)
+                b2 = x.to(tl.int32)
+                b3 = (x >> 32).to(tl.int32)
+                x = tl.load(pa0 + 1, mask=(ra0 < M) & (w + 2 < KW), other=0)
+                a02 = x.to(tl.int32)
+                a03 = (x >> 32).to(tl.int32)
+                x = tl.load(pa1 + 1, mask=(ra1 < M) & (w + 2 < KW), other=0)
+                a12 = x.to(tl.int32)
+                a13 = (x >> 32).to(tl.int32)
+            else:
+                ok = w < KW
+                b0 = tl.load(b_ptr + rb * stride_bn + w, mask=(rb < N) & ok, other=0)
+                a00 = tl.load(a_ptr + ra0 * stride_am + w, mask=(ra0 < M) & ok, other=0)
+                a10 = tl.load(a_ptr + ra1 * stride_am + w, mask=(ra1 < M) & ok, other=0)
+                ok = w + 1 < KW
+                b1 = tl.load(b_ptr + rb * stride_bn + w + 1, mask=(rb < N) & ok, other=0)
+                a01 = tl.load(a_ptr + ra0 * stride_am + w + 1, mask=(ra0 < M) & ok, other=0)
+                a11 = tl.load(a_ptr + ra1 * stride_am + w + 1, mask=(ra1 < M) & ok, other=0)
+                ok = w + 2 < KW
+                b2 = tl.load(b_ptr + rb * stride_bn + w + 2, mask=(rb < N) & ok, other=0)
+                a02 = tl.load(a_ptr + ra0 * stride_am + w + 2, mask=(ra0 < M) & ok, other=0)
+                a12 = tl.load(a_ptr + ra1 * stride_am + w + 2, mask=(ra1 < M) & ok, other=0)
+                ok = w + 3 < KW
+                b3 = tl.load(b_ptr + rb * stride_bn + w + 3, mask=(rb < N) & ok, other=0)
+                a03 = tl.load(a_ptr + ra0 * stride_am + w + 3, mask=(ra0 < M) & ok, other=0)
+                a13 = tl.load(a_ptr + ra1 * stride_am + w + 3, mask=(ra1 < M) & ok, other=0)
+            if UNROLL == 2:
+                v = w + 16 * KSPLIT
+                if VEC:
+                    ok = v < KW  # VEC: KW, the strides and the pointers are even, so a pair is all in or all out
+                    pb = (b_ptr + rb * stride_bn + v).to(tl.pointer_type(tl.int64))
+                    pa0 = (a_ptr + ra0 * stride_am + v).to(tl.pointer_type(tl.int64))
+                    pa1 = (a_ptr + ra1 * stride_am + v).to(tl.pointer_type(tl.int64))
+                    x = tl.load(pb, mask=(rb < N) & ok, other=0)
+                    bu0 = x.to(tl.int32)
+                    bu1 = (x >> 32).to(tl.int32)
+                    x = tl.load(pa0, mask=(ra0 < M) & ok, other=0)
+                    au00 = x.to(tl.int32)
+                    au01 = (x >> 32).to(tl.int32)
+                    x = tl.load(pa1, mask=(ra1 < M) & ok, other=0)
+                    au10 = x.to(tl.int32)
+                    au11 = (x >> 32).to(tl.int32)
+                    x = tl.load(pb + 1, mask=(rb < N) & (v + 2 < KW), other=0)
+                    bu2 = x.to(tl.int32)
+                    bu3 = (x >> 32).to(tl.int32)
+                    x = tl.load(pa0 + 1, mask=(ra0 < M) & (v + 2 < KW), other=0)
+                    au02 = x.to(tl.int32)
+                    au03 = (x >> 32).to(tl.int32)
+                    x = tl.load(pa1 + 1, mask=(ra1 < M) & (v + 2 < KW), other=0)
+                    au12 = x.to(tl.int32)
+                    au13 = (x >> 32).to(tl.int32)
+                else:
+                    ok = v < KW
+                    bu0 = tl.load(b_ptr + rb * stride_bn + v, mask=(rb < N) & ok, other=0)
+                    au00 = tl.load(a_ptr + ra0 * stride_am + v, mask=(ra0 < M) & ok, other=0)
+                    au10 = tl.load(a_ptr + ra1 * stride_am + v, mask=(ra1 < M) & ok, other=0)
+                    ok = v + 1 < KW
+                    bu1 = tl.load(b_ptr + rb * stride_bn + v + 1, mask=(rb < N) & ok, other=0)
+                    au01 = tl.load(a_ptr + ra0 * stride_am + v + 1, mask=(ra0 < M) & ok, other=0)
+                    au11 = tl.load(a_ptr + ra1 * stride_am + v + 1, mask=(ra1 < M) & ok, other=0)
+                    ok = v + 2 < KW
+                    bu2 = tl.load(b_ptr + rb * stride_bn + v + 2, mask=(rb < N) & ok, other=0)
+                    au02 = tl.load(a_ptr + ra0 * stride_am + v + 2, mask=(ra0 < M) & ok, other=0)
+                    au12 = tl.load(a_ptr + ra1 * stride_am + v + 2, mask=(ra1 < M) & ok, other=0)
+                    ok = v + 3 < KW
+                    bu3 = tl.load(b_ptr + rb * stride_bn + v + 3, mask=(rb < N) & ok, other=0)
+                    au03 = tl.load(a_ptr + ra0 * stride_am + v + 3, mask=(ra0 < M) & ok, other=0)
+                    au13 = tl.load(a_ptr + ra1 * stride_am + v + 3, mask=(ra1 < M) & ok, other=0)
+            c0, c1, c2, c3 = tl.inline_asm_elementwise(
+                "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc {$0, $1, $2, $3}, {$4, $5, $6, $7}, "
+                "{$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r",
+                [a00, a10, a01, a11, b0, b1, c0, c1, c2, c3],
+                dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
+            c0, c1, c2, c3 = tl.inline_asm_elementwise(
+                "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc {$0, $1, $2, $3}, {$4, $5, $6, $7}, "
+                "{$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r",
+                [a02, a12, a03, a13, b2, b3, c0, c1, c2, c3],
+                dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
+            if UNROLL == 2:
+                c0, c1, c2, c3 = tl.inline_asm_elementwise(
+                    "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc {$0, $1, $2, $3}, {$4, $5, $6, $7}, "
+                    "{$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r",
+                    [au00, au10, au01, au11, bu0, bu1, c0, c1, c2, c3],
+                    dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
+                c0, c1, c2, c3 = tl.inline_asm_elementwise(
+                    "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc {$0, $1, $2, $3}, {$4, $5, $6, $7}, "
+                    "{$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r",
+                    [au02, au12, au03, au13, bu2, bu3, c0, c1, c2, c3],
+                    dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
+        c0 = tl.sum(tl.reshape(c0, (KSPLIT, NTILE * 32)), axis=0)
+        c1 = tl.sum(tl.reshape(c1, (KSPLIT, NTILE * 32)), axis=0)
+        c2 = tl.sum(tl.reshape(c2, (KSPLIT, NTILE * 32)), axis=0)
+        c3 = tl.sum(tl.reshape(c3, (KSPLIT, NTILE * 32)), axis=0)
+        acc = tl.reshape(tl.join(tl.join(c0, c2), tl.join(c1, c3)), (NTILE, 32, 2, 2))
+    else:
+        acc = tl.full((NTILE, 32, 2, 2), 0, dtype=tl.int32)
+        for w in range(0, KW):
+            a = tl.load(a_ptr + m * stride_am + w, mask=m < M, other=0)
+            b = tl.load(b_ptr + n * stride_bn + w, mask=n < N, other=0)
+            u = (a ^ b).to(tl.uint32, bitcast=True)
+            u = u - ((u >> 1) & 0x55555555)
+            u = (u & 0x33333333) + ((u >> 2) & 0x33333333)
+            u = (u + (u >> 4)) & 0x0F0F0F0F
+            acc += ((u * 0x01010101) >> 24).to(tl.int32)
+    exact = K - 2 * acc
+    y = exact.to(tl.float32)
+    if out_ptr.dtype.element_ty == tl.float64:
+        y = exact.to(tl.float64)
+    if SCALE_MODE == 1:
+        y = y * tl.load(scale_ptr).to(y.dtype)
+    if SCALE_MODE == 2:
+        y = y * tl.load(scale_ptr + n, mask=n < N, other=0.0).to(y.dtype)
+    if HAS_BIAS:
+        y = y + tl.load(bias_ptr + n, mask=n < N, other=0.0).to(y.dtype)
+    tl.store(out_ptr + m * stride_om + n, y.to(out_ptr.dtype.element_ty), mask=(m < M) & (n < N))

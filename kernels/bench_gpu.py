@@ -134,7 +134,8 @@ def correctness():
             if not torch.equal(y, ref):
                 bad.append(f"matmul {path} {m}x{n}x{k}")
         if m <= 16:
-            for cfg in (("plain", 8, 256, 4, True), ("plain", 8, 64, 4, False), ("hs", 16, 8, 4, False)):
+            for cfg in (("plain", 8, 256, 4, True), ("plain", 8, 64, 4, False), ("hs", 16, 8, 4, False),
+                        ("bmma", 1, 2, 2, False), ("bmma", 2, 1, 1, False), ("tc", 64, 8, 4, 3)):
                 y = B.xnor_gemv(x, wp, k, out_dtype=torch.float64, config=cfg)
                 if not torch.equal(y, ref):
                     bad.append(f"gemv {cfg} {m}x{n}x{k}")
@@ -275,7 +276,9 @@ def conv():
 
 GEMV_SWEEP = [("plain", 8, 256, 4, False), ("plain", 8, 64, 4, False), ("plain", 16, 64, 4, False),
               ("plain", 4, 256, 4, False), ("plain", 32, 256, 8, True), ("plain", 16, 256, 8, True),
-              ("hs", 16, 8, 4, False), ("hs", 32, 8, 4, False), ("hs", 8, 8, 4, False)]
+              ("hs", 16, 8, 4, False), ("hs", 32, 8, 4, False), ("hs", 8, 8, 4, False),
+              ("bmma", 1, 2, 2, False), ("bmma", 1, 2, 1, False), ("bmma", 2, 2, 2, False), ("bmma", 1, 4, 1, False),
+              ("tc", 64, 8, 4, 3), ("tc", 64, 4, 4, 3)]
 
 
 def gemv():

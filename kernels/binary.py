@@ -10,7 +10,8 @@ integer arithmetic on the signs:
 - weights are bit-packed along K into int32 words (lsb first: the layout of :func:`reference.packing.pack_signs`
   with ``word_bits=32, bit_order="lsb"``), 16 times fewer bytes than float16;
 - small batches (``M <= GEMV_MAX_M``, +-1 activations) pack the activations too and XOR-popcount them against
-  the packed weights (:func:`xnor_gemv`);
+  the packed weights (:func:`xnor_gemv`): on the integer ALUs up to 4 rows, on the binary tensor cores
+  (``mma.sync`` ``b1`` ``xor.popc``, CUDA compute capability 8.0+) from 5 rows;
 - larger batches on a CUDA GPU with FP8 tensor cores (compute capability 8.9+) write the signs as e4m3 bytes
   (+-1 and 0 are exact in e4m3) and multiply them with ``torch._scaled_mm`` (cuBLASLt; integer sums are exact:
   every partial sum is an integer far below 2^24), scale and bias in its epilogue (``"fp8"``);
@@ -43,9 +44,13 @@ CONV_IMPLICIT = True
 #: XOR-popcount kernels on CUDA by batch rows (the first entry whose bound is >= M): (kernel, BLOCK_N,
 #: BLOCK_W, num_warps, fused). "plain": [BLOCK_M, BLOCK_N, BLOCK_W] word tiles, one popcount a word;
 #: "hs": Harley-Seal carry-save counting, eight words a step; fused: the float activations are signed and packed
-#: inside the GEMV (no separate packing launch).
-GEMV_CUDA = [(1, ("plain", 32, 256, 8, True)), (4, ("plain", 16, 64, 4, False)), (8, ("plain", 8, 64, 4, False)),
-             (16, ("plain", 16, 64, 4, False))]
+#: inside the GEMV (no separate packing launch). "bmma": the binary tensor cores, (kind, tiles of 8 weight rows
+#: a program, warps splitting K a tile, steps unrolled, -); compute capability 8.0+, else the batch-16 "plain"
+#: tile. "tc" (measured, not dispatched): int8 tensor cores on bits unpacked on chip, (kind, BLOCK_N, BLOCK_W,
+#: num_warps, num_stages). Chosen on an H100 (docs/kernels.md, "Binary GEMV").
+GEMV_CUDA = [(1, ("plain", 32, 256, 8, True)), (4, ("plain", 16, 64, 4, False)), (16, ("bmma", 1, 2, 2, False))]
+#: The popcount tile that "bmma" falls back to below compute capability 8.0.
+GEMV_NO_BMMA = ("plain", 16, 64, 4, False)
 #: cuBLASLt's fast accumulation for the fp8 GEMM: 5% faster at 8192^3 on an H200; exact for these integer sums
 #: while |sum| <= K <= FP8_FAST_MAX_K (suites/kernels checks K all-equal products at 8192).
 FP8_FAST_ACCUM = True
@@ -188,12 +193,17 @@ def _gemv_config(m: int) -> tuple:
     return GEMV_CUDA[-1][1]
 
 
+def _even_words(kw: int, *packed: torch.Tensor) -> bool:
+    """Whether packed rows can be read two words at a time: even word counts, row strides and addresses."""
+    return kw % 2 == 0 and all(t.stride(0) % 2 == 0 and t.data_ptr() % 8 == 0 for t in packed)
+
+
 def xnor_gemv(a: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: Optional[torch.Tensor] = None,
               bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.float32, zero_bit: int = 1,
               config: tuple | None = None) -> torch.Tensor:
     """``scale * (k - 2 popcount(a ^ b)) + bias`` for +-1 rows: ``b [N, KW]`` packed (pad bit 1), ``a`` packed
     ``[M, KW]`` likewise, or the float activations ``[M, k]`` (their signs, ``sign(0)`` packed as ``zero_bit``:
-    packed here, or inside the GEMV when the CUDA config says ``fused``)."""
+    packed here, or inside the GEMV when the CUDA config says ``fused``). ``config``: see ``GEMV_CUDA``."""
     m = a.shape[0]
     n = b_packed.shape[0]
     kw = b_packed.shape[1]
@@ -203,7 +213,16 @@ def xnor_gemv(a: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: Optiona
         return out.to(out_dtype)
     mode, scale_t = _scale_args(scale, out)
     cuda = _cuda(a)
-    kind, block_n, block_w, warps, fused = config or _gemv_config(m)
+    config = config or _gemv_config(m)
+    if config[0] == "bmma" and cuda and _capability(a.device.index if a.device.index is not None
+                                                    else torch.cuda.current_device()) < (8, 0):
+        config = GEMV_NO_BMMA  # mma.sync m16n8k256 .b1 needs sm_80
+    kind, block_n, block_w, warps, fused = config
+    if kind == "tc":
+        if a.dtype != torch.int32:
+            return _xnor_gemv_tc(a, b_packed, k, scale=scale, bias=bias, out_dtype=out_dtype, zero_bit=zero_bit,
+                                 block_n=block_n, block_w=block_w, warps=warps, stages=fused)
+        kind, block_n, block_w, warps, fused = "plain", 16, 64, 4, False  # packed activations: popcounts
     if not cuda:  # the interpreter: the same kernel as CUDA would run, small blocks, packing outside
         block_n, block_w, fused = 16, 4, False
     a_float = a.dtype.is_floating_point
@@ -218,12 +237,54 @@ def xnor_gemv(a: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: Optiona
     common = (a.device, grid, a, b_packed, out, scale_t, bias if bias is not None else out, m, n, k, kw,
               a.stride(0), b_packed.stride(0), out.stride(0))
     extra = {"num_warps": warps} if cuda else {}
-    if kind == "hs":
+    if kind == "bmma":
+        ntile, ksplit, unroll = config[1:4]
+        K_.xnor_gemv_bmma(a.device, (-(-n // (8 * ntile)), -(-m // 16)), a, b_packed, out, scale_t,
+                          bias if bias is not None else out, m, n, k, kw, a.stride(0), b_packed.stride(0),
+                          out.stride(0), SCALE_MODE=mode, HAS_BIAS=bias is not None, USE_ASM=cuda, NTILE=ntile,
+                          KSPLIT=ksplit, UNROLL=unroll, VEC=cuda and _even_words(kw, a, b_packed),
+                          **({"num_warps": ntile * ksplit} if cuda else {}))
+    elif kind == "hs":
         K_.xnor_gemv_hs(*common, SCALE_MODE=mode, HAS_BIAS=bias is not None, USE_ASM=cuda, BLOCK_M=block_m,
                         BLOCK_N=block_n, **extra)
     else:
         K_.xnor_gemv(*common, SCALE_MODE=mode, HAS_BIAS=bias is not None, USE_ASM=cuda, A_FLOAT=a_float,
                      ZERO_BIT=zero_bit, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_W=block_w, **extra)
+    return out.to(out_dtype)
+
+
+def _xnor_gemv_tc(a: torch.Tensor, b_packed: torch.Tensor, k: int, *, scale: Optional[torch.Tensor],
+                  bias: Optional[torch.Tensor], out_dtype: torch.dtype, zero_bit: int, block_n: int, block_w: int,
+                  warps: int, stages: int) -> torch.Tensor:
+    """:func:`xnor_gemv` on the int8 tensor cores (config kind ``"tc"``): the signs of ``a [M, k]`` (float, or
+    int8 signs) as permuted int8 rows plus their sums (``sign_perm_kernel``), then ``xnor_gemv_tc_kernel``, which
+    unpacks the weight bits to bytes on chip. Measured slower than the popcounts at batch 16 (docs/kernels.md):
+    a measured alternative, not dispatched."""
+    a = _kernel_view(a)
+    if a.stride(-1) != 1:
+        a = a.contiguous()
+    m = a.shape[0]
+    n, kw = b_packed.shape
+    b_packed = b_packed.contiguous()
+    cuda = _cuda(a)
+    if not cuda:
+        block_n, block_w = 16, 1
+    kp = -(-kw // block_w) * block_w * 32
+    out = torch.empty((m, n), dtype=_kernel_out_dtype(out_dtype, a.device), device=a.device)
+    bias = None if bias is None else _kernel_view(bias)
+    if not (m and n):
+        return out.to(out_dtype)
+    mode, scale_t = _scale_args(scale, out)
+    x8 = torch.empty((m, kp), dtype=torch.int8, device=a.device)
+    sums = torch.empty((m,), dtype=torch.int32, device=a.device)
+    block = min(4096 if cuda else 64, 1 << (kp - 1).bit_length())
+    K_.sign_perm(a.device, (m,), a, x8, sums, k, kp, a.stride(0), x8.stride(0), ZERO=1 if zero_bit else -1,
+                 USE_SUM=cuda, BLOCK=block, LOG_BLOCK=block.bit_length() - 1, **({"num_warps": 4} if cuda else {}))
+    extra = {"num_warps": warps, "num_stages": stages} if cuda else {}
+    K_.xnor_gemv_tc(a.device, (-(-n // block_n), -(-m // 16)), x8, sums, b_packed, out, scale_t,
+                    bias if bias is not None else out, m, n, kw, x8.stride(0), b_packed.stride(0), out.stride(0),
+                    SCALE_MODE=mode, HAS_BIAS=bias is not None, USE_ASM=cuda, BLOCK_N=block_n, BLOCK_M=16,
+                    BLOCK_W=block_w, **extra)
     return out.to(out_dtype)
 
 

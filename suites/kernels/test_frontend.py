@@ -2,8 +2,10 @@
 target), on the CPU. The CPU tests run the kernels in Triton's interpreter, which executes the source as Python and
 so accepts what the compiler refuses (a variable whose type changes across a loop, say): a kernel change tested only
 there can still fail to compile on every GPU (it did: the bfloat16 leaky forward, 2026-12-06). The launches are
-recorded from the ops on small CPU tensors, each distinct (kernel, argument types, constexprs) compiled once: 158
-launches of 12 kernel sources (the CPU's block sizes; the CUDA-only configurations are compiled on the GPU runs)."""
+recorded from the ops on small CPU tensors, each distinct (kernel, argument types, constexprs) compiled once: 163
+launches of 15 kernel sources (the CPU's block sizes; the CUDA-only configurations are compiled on the GPU runs),
+plus 9 variants with the CUDA-only branches of the tensor-core GEMVs (``CUDA_BRANCHES``: inline PTX, ``tl.sum``),
+which the CPU never runs."""
 
 from __future__ import annotations
 
@@ -22,6 +24,11 @@ from kernels import lif as L  # noqa: E402
 _ELEMENT = {torch.float32: "fp32", torch.float64: "fp64", torch.float16: "fp16", torch.bfloat16: "bf16",
             torch.int8: "i8", torch.uint8: "u8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
             torch.bool: "i1", torch.float8_e4m3fn: "fp8e4nv"}
+
+
+#: kernel -> constexpr overrides compiled besides each recorded (CPU) launch: their CUDA-only branches
+CUDA_BRANCHES = {"xnor_gemv_bmma_kernel": ({"USE_ASM": True, "VEC": False}, {"USE_ASM": True, "VEC": True}),
+                 "xnor_gemv_tc_kernel": ({"USE_ASM": True},), "sign_perm_kernel": ({"USE_SUM": True},)}
 
 
 def _record_launches(monkeypatch) -> dict:
@@ -84,6 +91,8 @@ def _drive_binary() -> None:
         for fp8 in (False, True):
             B.sign_int8(x, 1.0, fp8=fp8)
             B.unpack_bits(B.pack_weight(w), k, fp8=fp8)
+        for config in (("bmma", 1, 2, 2, False), ("bmma", 2, 1, 1, False), ("tc", 64, 8, 4, 3)):
+            B.xnor_gemv(x, B.pack_weight(w), k, scale=torch.rand(4, generator=gen), config=config)
         a = B.sign_int8(x, -1.0)
         for path, out_dtype in itertools.product(("gemv", "onchip", "expand"), (torch.float32, torch.float64)):
             B.packed_matmul(a, B.pack_weight(w, -1.0), k, path=path, out_dtype=out_dtype,
@@ -110,6 +119,12 @@ def test_every_recorded_launch_compiles_to_triton_ir(monkeypatch):
     _drive_lif()
     _drive_binary()
     kernels = {key[0] for key in seen}
+    # the tensor-core GEMVs' CUDA-only branches (inline PTX, tl.sum) with the CPU's shapes and block sizes
+    for (name, signature, constexprs), (jit, sig, values) in list(seen.items()):
+        if name in CUDA_BRANCHES:
+            for extra in CUDA_BRANCHES[name]:
+                variant = dict(values, **extra)
+                seen.setdefault((name, signature, tuple(sorted(variant.items()))), (jit, sig, variant))
     assert {"leaky_fwd_kernel", "leaky_bwd_kernel", "sj_lif_fwd_kernel", "sj_lif_bwd_kernel"} <= kernels, kernels
     target = GPUTarget("cuda", 90, 32)
     backend = backends["nvidia"].compiler(target)

@@ -170,7 +170,9 @@ FP8 = DEVICE == "cuda" and B.fp8_available(torch.device("cuda"))
 
 @SETTINGS
 @given(data=st.data(), config=st.sampled_from([("plain", 8, 256, 4, True), ("plain", 8, 64, 4, False),
-                                               ("hs", 16, 8, 4, False), ("hs", 32, 8, 4, False)]))
+                                               ("hs", 16, 8, 4, False), ("hs", 32, 8, 4, False),
+                                               ("bmma", 1, 2, 2, False), ("bmma", 2, 1, 1, False),
+                                               ("tc", 64, 8, 4, 3)]))
 def test_xnor_gemv_configs_are_exact(data, config):
     # float activations (packed outside or, CUDA "fused", inside the GEMV) against packed weights; K tails
     m, n = data.draw(st.integers(1, 16)), data.draw(st.integers(1, 40))
@@ -180,6 +182,25 @@ def test_xnor_gemv_configs_are_exact(data, config):
     y = B.xnor_gemv(x.to(DEVICE), B.pack_weight(w.to(DEVICE), zero_value), k, zero_bit=int(zero_value > 0),
                     out_dtype=torch.float64, config=config).cpu()
     assert torch.equal(y, P.binary_matmul(x.double(), w.double(), zero_value=zero_value))
+
+
+@pytest.mark.parametrize("config", [("bmma", 1, 2, 2, False), ("bmma", 2, 1, 1, False), ("bmma", 1, 4, 1, False),
+                                    ("tc", 64, 8, 4, 3)])
+@pytest.mark.parametrize("m,n,k", [(16, 40, 1000), (5, 13, 257), (9, 8, 64), (16, 17, 33), (1, 1, 1), (12, 24, 2049)])
+def test_tensor_core_gemvs_are_exact_across_tiles_and_tails(config, m, n, k):
+    # the binary-MMA GEMV (batch 5-16 on CUDA) and the int8 one: M, N tails past the 16 x 8 MMA tile, K tails past
+    # a word, a 16-word step and the warps' K split; even word counts take the two-word loads on CUDA, odd ones not;
+    # per-channel scale and bias check the epilogue's column order (powers of two and integers: exact, so a fused
+    # multiply-add rounds as the two-step reference does)
+    gen = torch.Generator().manual_seed(m * 10007 + n * 101 + k)
+    x, w = (torch.randn(s, generator=gen, dtype=torch.float64) for s in ((m, k), (n, k)))
+    x[torch.rand(m, k, generator=gen) < 0.1] = 0
+    scale = 2.0 ** -torch.randint(0, 5, (n,), generator=gen).double()
+    bias = torch.randint(-50, 51, (n,), generator=gen).double()
+    for zero_value in (1.0, -1.0):
+        y = B.xnor_gemv(x.to(DEVICE), B.pack_weight(w.to(DEVICE), zero_value), k, zero_bit=int(zero_value > 0),
+                        scale=scale.to(DEVICE), bias=bias.to(DEVICE), out_dtype=torch.float64, config=config).cpu()
+        assert torch.equal(y, P.binary_matmul(x, w, zero_value=zero_value) * scale + bias)
 
 
 @pytest.mark.skipif(not FP8, reason="needs a CUDA GPU with FP8 tensor cores")
