@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -232,7 +235,7 @@ def test_without_a_commit_file_the_gate_says_it_reads_recorded_ratios(tmp_path, 
 def test_the_baseline_code_is_extracted_once_and_importable(tmp_path):
     head = ab.resolve("HEAD")
     code = ab.baseline_code(head, tmp_path)
-    assert (code / "conformance" / "bench" / "ab.py").exists() or (code / "conformance" / "bench" / "rounds.py").exists()
+    assert (code / "conformance" / "bench" / "rounds.py").exists() and (code / "reference").is_dir()
     assert not (code / "suites").exists() and not (code / "reports").exists()
     marker = code / "marker"
     marker.write_text("kept")
@@ -276,8 +279,8 @@ def test_the_tree_measured_beside_a_commit_catches_a_slowed_subject(tmp_path):
     done = subprocess.run([sys.executable, "-m", "conformance.bench", "gate", "--against", "HEAD", "--rounds", "6",
                            "--detect", "2", "--cases", *CHEAP, "--sample-s", "0.004", "--no-memory", "--quiet",
                            "--jobs", "2", "--out", str(out), "--slowdown", "snntorch.surrogate.atan=2"],
-                          capture_output=True, text=True, check=False, env={**__import__("os").environ,
-                                                                            "CONFORMANCE_CACHE_DIR": str(tmp_path)})
+                          capture_output=True, text=True, check=False,
+                          env={**os.environ, "CONFORMANCE_CACHE_DIR": str(tmp_path)})
     assert done.returncode == 1, done.stdout + done.stderr
     lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith("snntorch.surrogate.")}
     assert "REGRESSION" in lines["snntorch.surrogate.atan"] and "REGRESSION" not in lines["snntorch.surrogate.sigmoid"]
@@ -288,3 +291,27 @@ def test_the_tree_measured_beside_a_commit_catches_a_slowed_subject(tmp_path):
         assert meta["rounds"] == 6 and all(len(s) == 6 for e in doc["entries"].values() for s in e["samples"].values())
     assert recorded["entries"][CHEAP[0]]["slowdown"] == 2
     assert "slowdown" not in recorded["against"]["session"]["entries"][CHEAP[0]]
+
+
+@needs_git
+def test_a_gate_stopped_by_a_time_limit_keeps_the_rounds_of_both_sides(tmp_path):
+    """The gate writes its file after every round once both sides have one: killed for real after that, the file
+    holds the rounds of both sides measured so far, and ``gate --results`` can read it."""
+    pytest.importorskip("snntorch")
+    out = tmp_path / "partial.json"
+    process = subprocess.Popen([sys.executable, "-m", "conformance.bench", "gate", "--against", "HEAD",
+                                "--rounds", "50", "--jobs", "1", "--cases", CHEAP[0], "--sample-s", "0.002", "--no-memory", "--quiet",
+                                "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True, env={**os.environ, "CONFORMANCE_CACHE_DIR": str(tmp_path)})
+    try:
+        deadline = time.monotonic() + 120
+        while not out.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    partial = gate.load(out)
+    assert partial["complete"] is False and ab.is_ab(partial)
+    for doc in (partial, partial["against"]["session"]):
+        ((sid, meta),) = doc["sessions"].items()
+        assert 1 <= meta["rounds"] < 50 and len(doc["entries"][CHEAP[0]]["samples"][sid]) == meta["rounds"]
