@@ -301,7 +301,8 @@ def test_a_gate_stopped_by_a_time_limit_keeps_the_rounds_of_both_sides(tmp_path)
     out = tmp_path / "partial.json"
     process = subprocess.Popen([sys.executable, "-m", "conformance.bench", "gate", "--against", "HEAD",
                                 "--rounds", "50", "--jobs", "1", "--cases", CHEAP[0], "--sample-s", "0.002",
-                                "--no-memory", "--quiet", "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                "--no-memory", "--quiet", "--out", str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True, env={**os.environ, "CONFORMANCE_CACHE_DIR": str(tmp_path)})
     try:
         deadline = time.monotonic() + 120
