@@ -31,6 +31,7 @@ import tempfile
 import time
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -222,6 +223,7 @@ def detection_power(baseline: Sequence[float], *, rounds: int, margin: float, ef
     return _power(tuple(baseline), rounds, margin, effect, threshold_p, trials, seed)
 
 
+@lru_cache(maxsize=8192)  # judging many documents with the same baseline rounds asks the same questions
 def _power(baseline: tuple[float, ...], rounds: int, margin: float, effect: float, threshold_p: float, trials: int,
            seed: int) -> float:
     rng = random.Random(seed)
