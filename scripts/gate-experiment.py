@@ -216,8 +216,20 @@ def analyse(args: argparse.Namespace) -> int:
     return 0
 
 
+def compact(doc: dict) -> dict:
+    """What ``analyse`` reads of a gate's document: per side the round ratios per case and the load per round."""
+    def side(d: dict) -> dict:
+        return {"entries": {c: {"samples": {"r": [v for vs in e["samples"].values() for v in vs]},
+                                **({"against": e["against"]} if "against" in e else {})}
+                            for c, e in d["entries"].items()},
+                "sessions": {"r": {"load": [v for s in d["sessions"].values() for v in s["load"]]}},
+                "attempted": d.get("attempted", []), "skipped": d.get("skipped", {})}
+
+    return {**side(doc), "against": {"commit": doc["against"]["commit"], "session": side(doc["against"]["session"])}}
+
+
 def export(args: argparse.Namespace) -> int:
-    runs = load_runs(args)
+    runs = [{**{k: v for k, v in run.items() if k != "doc"}, "doc": compact(run["doc"])} for run in load_runs(args)]
     with gzip.open(args.out, "wt", encoding="utf-8") as handle:
         json.dump({"kind": "conformance.bench.gate-experiment", "runs": runs}, handle, separators=(",", ":"))
     print(f"wrote {args.out}: {len(runs)} runs")
