@@ -6,8 +6,9 @@ Here nothing recorded is compared: the gate extracts the baseline commit's code 
 session runs ``rounds`` fresh processes of each side, tree and baseline started in pairs (two at a time on two cores,
 one after the other on one), so both sides see the same host and the same load. Per case, the exact one-sided
 Mann-Whitney test asks whether the tree's rounds, lowered by ``MARGIN``, lie above the baseline's; Holm's step-down
-procedure over all gated cases bounds the false-alarm rate of the whole run by ``alpha``. A case whose baseline
-rounds are too noisy for a ``detect`` slowdown to be found in ``POWER`` of simulated runs is reported, not gated.
+procedure over all gated cases bounds the false-alarm rate of the whole run by ``alpha``. A subject whose cases,
+judged on simulated runs drawn from the baseline's own rounds, would find a ``detect`` slowdown in fewer than
+``POWER`` of them is reported, not gated.
 
 Both sides run the ``round`` command of their own code (``python -m conformance.bench round``) in the same Python
 environment: the gate sees changes of this repository's code (adapters, specs, kernels, the harness), not of the
@@ -106,7 +107,10 @@ def baseline_code(commit: str, cache: Path, root: Path | None = None) -> Path:
         archive = Path(tmp) / "code.tar"
         _git(root, "archive", "--format=tar", f"--output={archive}", commit, *present)
         with tarfile.open(archive) as tar:
-            tar.extractall(Path(tmp) / "code", filter="data")
+            try:
+                tar.extractall(Path(tmp) / "code", filter="data")
+            except TypeError:  # a Python without extraction filters (before 3.10.12 / 3.11.4): our own archive
+                tar.extractall(Path(tmp) / "code")
         if not (Path(tmp) / "code" / "conformance" / "bench" / "__main__.py").exists():
             raise ValueError(f"baseline commit {commit[:12]} has no conformance.bench to measure with")
         shutil.rmtree(target, ignore_errors=True)
