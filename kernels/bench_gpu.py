@@ -12,7 +12,8 @@ specs on drawn shapes (odd K, tails), then:
 - binary GEMV, batch 1-16 against an 8192x8192 weight (CUDA-graph replays on both sides);
 - fused LIF, 64 steps x 2^20 neurons, forward and forward+backward (``torch.autograd.grad`` with a given
   cotangent) against the memory floor, torch.compile of the spec and spikingjelly;
-- the host path: eager calls on tiny tensors (their time is Python and launch time) and a profile of the LIF's.
+- the host path: eager calls on tiny tensors (their time is Python and launch time) and a profile of the LIF's;
+  ``lifhost`` (not in the defaults): the LIF call's host time part by part.
 
 ``--explore`` adds the alternatives and tile/config sweeps behind the defaults. Prints a table, writes JSON after
 every section. Times are medians of CUDA-event timings.
@@ -608,6 +609,84 @@ def host():
     print("\n".join(text.getvalue().splitlines()[-20:]), flush=True)
 
 
+def lifhost():
+    """Where an eager LIF call's host time goes (``--sections lifhost``): each part alone on tensors too small for
+    the GPU to matter (4 x 1024), microseconds per call; then a cProfile of the bfloat16 leaky forward+backward.
+    Uses only the public functions and the kernels' launch objects, so it runs on older trees too."""
+    import cProfile
+    import gc
+    import io
+    import pstats
+
+    from kernels import _runtime
+    from kernels import lif as L
+
+    row = {}
+
+    def us(fn):
+        return _time(fn, inner=50) * 1e3
+
+    params = _leaky_params()
+    for dtype in (torch.float32, torch.bfloat16):
+        tag = "_bf16" if dtype == torch.bfloat16 else ""
+        x = torch.rand(4, 1024, device="cuda").to(dtype)
+        xg = x.clone().requires_grad_()
+        gy = torch.randn_like(x)
+        for name, fn, kw in (("leaky", L.leaky, params), ("sj_lif", L.sj_lif, {})):
+            row[f"{name}{tag}_fwdbwd_us"] = us(lambda fn=fn, kw=kw: torch.autograd.grad(fn(xg, **kw), xg, gy))
+            row[f"{name}{tag}_fwd_graph_us"] = us(lambda fn=fn, kw=kw: fn(xg, **kw))  # forward that records a node
+            out = fn(xg, **kw)
+            row[f"{name}{tag}_bwd_us"] = us(lambda out=out: torch.autograd.grad(out, xg, gy, retain_graph=True))
+            with torch.no_grad():
+                row[f"{name}{tag}_fwd_nograd_us"] = us(lambda fn=fn, kw=kw: fn(x, **kw))
+        row[f"leaky{tag}_floats_fwdbwd_us"] = us(lambda: torch.autograd.grad(L.leaky(xg, beta=0.9), xg, gy))
+        gc.disable()
+        row[f"leaky{tag}_fwdbwd_nogc_us"] = us(lambda: torch.autograd.grad(L.leaky(xg, **params), xg, gy))
+        gc.enable()
+        setting = _runtime.DIRECT_LAUNCH
+        _runtime.DIRECT_LAUNCH = True
+        for name, fn, kw in (("leaky", L.leaky, params), ("sj_lif", L.sj_lif, {})):
+            row[f"{name}{tag}_fwdbwd_direct_us"] = us(lambda fn=fn, kw=kw: torch.autograd.grad(fn(xg, **kw), xg,
+                                                                                                    gy))
+        _runtime.DIRECT_LAUNCH = setting
+        # one launch of the forward kernel alone, its arguments prepared
+        spk = torch.empty_like(x)
+        size, warps = L.CUDA_BLOCK[x.element_size()]
+        n = x.shape[1]
+        b, t, g = params["beta"], params["threshold"], params["graded_spikes_factor"]
+        row[f"launch_leaky_fwd{tag}_us"] = us(lambda: L.K_.leaky_fwd(
+            x.device, (-(-n // size),), x, spk, spk, spk, b, t, g, x.shape[0], n, RESET=0, DELAY=True, SAVE=False,
+            BLOCK=size, F64=False, ROUND=dtype == torch.bfloat16, num_warps=warps, PREFETCH=L.PREFETCH))
+
+    class Nop(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return torch.empty_like(a)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    x = torch.rand(4, 1024, device="cuda", requires_grad=True)
+    gy = torch.randn_like(x)
+    row["autograd_function_nop_us"] = us(lambda: torch.autograd.grad(Nop.apply(x), x, gy))
+    row["autograd_grad_of_mul_us"] = us(lambda: torch.autograd.grad(x * 2.0, x, gy))
+    row["empty_like_us"] = us(lambda: torch.empty_like(x))
+    RESULTS["lifhost"] = row
+    print("lifhost", {k: round(v, 1) for k, v in row.items()}, flush=True)
+    xb = torch.rand(4, 1024, device="cuda").bfloat16().requires_grad_()
+    gb = torch.randn_like(xb)
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(300):
+        torch.autograd.grad(L.leaky(xb, **params), xb, gb)
+    profile.disable()
+    torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(22)
+    print("\n".join(text.getvalue().splitlines()[-28:]), flush=True)
+
+
 def _host_large(row: dict, params: dict) -> None:
     """Eager forward+backward on the benchmark's large input (64 x 2^20): the host's time per call while it
     queues work without waiting (``*_large_host_us``) against the wall time once the GPU has finished
@@ -695,8 +774,8 @@ def main(argv=None) -> int:
                       "sms": torch.cuda.get_device_properties(0).multi_processor_count, "explore": EXPLORE,
                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(RESULTS["env"], flush=True)
-    steps = {"ceilings": ceilings, "correctness": correctness, "host": host, "matmul": matmul, "conv": conv,
-             "gemv": gemv, "bounds": bounds,
+    steps = {"ceilings": ceilings, "correctness": correctness, "host": host, "lifhost": lifhost, "matmul": matmul,
+             "conv": conv, "gemv": gemv, "bounds": bounds,
              "lif": lambda: lif(started + args.budget_s)}
     wanted = args.sections.split(",")
     if "ceilings" not in wanted:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import functools
 import math
+import struct
 from typing import Optional
 
 import torch
 from torch import nn
+from torch.autograd import forward_ad as _forward_ad
 
 from reference import surrogate as S
 
@@ -56,7 +58,7 @@ def _alpha(surrogate: str, surrogate_alpha: Optional[float]) -> float:
 
 
 def _launch_shape(x: torch.Tensor, n: int):
-    if x.device.type == "cuda":
+    if x.is_cuda:
         size, warps = CUDA_BLOCK[x.element_size()]
         return size, -(-n // size), {"num_warps": warps, "PREFETCH": PREFETCH}
     size = 16
@@ -65,13 +67,15 @@ def _launch_shape(x: torch.Tensor, n: int):
 
 def _consts(values, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """The kernels' float scalars as a tensor of the arithmetic's dtype (a Python float reaches a compiled kernel
-    as fp32, which rounded float64 runs' constants); cached, so a repeated call copies nothing to the device."""
-    return _consts_cached(tuple(float(v) for v in values), torch.float64 if dtype == torch.float64 else torch.float32,
-                          str(device))
+    as fp32, which rounded float64 runs' constants); cached, so a repeated call copies nothing to the device. Keyed
+    by the floats' bits (a float key would take -0.0 for 0.0)."""
+    values = tuple(float(v) for v in values)
+    return _consts_cached(struct.pack(f"<{len(values)}d", *values), values,
+                          torch.float64 if dtype == torch.float64 else torch.float32, str(device))
 
 
 @functools.lru_cache(maxsize=256)
-def _consts_cached(values: tuple, dtype: torch.dtype, device: str) -> torch.Tensor:
+def _consts_cached(bits: bytes, values: tuple, dtype: torch.dtype, device: str) -> torch.Tensor:
     return torch.tensor(values, dtype=dtype, device=device)
 
 
@@ -88,7 +92,7 @@ def _flags(x: torch.Tensor) -> dict:
 def _kernel_view(t: torch.Tensor) -> torch.Tensor:
     """Triton's interpreter (CPU) misreads bfloat16 (numpy has none): CPU bfloat16 runs as float32 (exact, since
     the kernel rounds the membrane to bfloat16 itself)."""
-    return t.float() if (t.dtype == torch.bfloat16 and t.device.type != "cuda") else t.contiguous()
+    return t.float() if (t.dtype == torch.bfloat16 and not t.is_cuda) else t.contiguous()
 
 
 def _scalar_param(p: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -99,7 +103,7 @@ def _scalar_param(p: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         p = p.reshape(())
     if p.dtype != dtype and p.dtype != torch.float32:
         p = p.to(dtype)
-    return _kernel_view(p) if p.device.type != "cuda" else p
+    return p if p.is_cuda else _kernel_view(p)
 
 
 def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -121,12 +125,73 @@ def _per_time(t: torch.Tensor, bdim, size: int) -> torch.Tensor:
     return t.unsqueeze(1).expand((t.shape[0], size) + tuple(t.shape[1:]))
 
 
+# ----------------------------------------------------------------------------------------------- eager fast path
+
+_compiling = torch.compiler.is_compiling
+_functorch_active = torch._C._are_functorch_transforms_active
+_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_jit_tracing = torch._C._get_tracing_state
+_PLAIN = (torch.Tensor, nn.Parameter)
+_STRIDED = torch.strided
+
+
+def _eager(*tensors: torch.Tensor) -> bool:
+    """Whether calling the operators' CPU/CUDA implementation directly does what the dispatcher would: no
+    torch.compile/export tracing, torch.func transform, dispatch or function mode, jit trace or forward-AD level,
+    and plain strided CPU/CUDA tensors (the dispatcher's boxing is host time on every eager call)."""
+    if (_compiling() or _functorch_active() or _dispatch_modes() or _function_modes() or _jit_tracing() is not None
+            or _forward_ad._current_level >= 0):
+        return False
+    for t in tensors:
+        if type(t) not in _PLAIN or t.layout is not _STRIDED or not (t.is_cuda or t.is_cpu) or _functorch_wrapped(t):
+            return False
+    return True
+
+
+def _c_apply_ok(*tensors: torch.Tensor) -> bool:
+    """Whether ``Function.apply``'s Python layer would only pass the arguments on: it binds them to ``forward``'s
+    signature (a no-op for the positional calls here), unwraps dead torch.func wrappers and sends calls under
+    torch.func transforms elsewhere; dynamo must see ``apply`` itself."""
+    if _compiling() or _functorch_active():
+        return False
+    for t in tensors:
+        if _functorch_wrapped(t):
+            return False
+    return True
+
+
+def _c_apply(function_class: type):
+    """``function_class.apply`` without ``Function.apply``'s Python layer (where ``_c_apply_ok``): the C++
+    ``apply``, about 4 us a call less on the CPU (``inspect.Signature.bind``)."""
+    return super(torch.autograd.Function, function_class).apply
+
+
+_PARAMS: dict = {}
+
+
+def _param_tensor(x: torch.Tensor, value, eager: bool) -> torch.Tensor:
+    """A Python-float parameter as ``x.new_tensor(value)`` (a host-to-device copy that waits for the stream on
+    CUDA); in eager calls made once per value, dtype and device and kept (outside inference mode, whose tensors
+    autograd cannot save). Traced calls make it each time, as before."""
+    value = float(value)
+    if not eager or torch.is_inference_mode_enabled():
+        return x.new_tensor(value)
+    key = (struct.pack("<d", value), x.dtype, x.device)
+    t = _PARAMS.get(key)
+    if t is None:
+        if len(_PARAMS) >= 256:
+            _PARAMS.clear()
+        t = _PARAMS[key] = x.new_tensor(value)
+    return t
+
+
 # ----------------------------------------------------------------------------------------------- Leaky
 
-@operator("leaky")
-def leaky_op(x: torch.Tensor, beta: torch.Tensor, threshold: torch.Tensor, graded_spikes_factor: torch.Tensor,
-             reset_mechanism: str, reset_delay: bool, surrogate: str, surrogate_alpha: Optional[float],
-             save: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _leaky_impl(x: torch.Tensor, beta: torch.Tensor, threshold: torch.Tensor, graded_spikes_factor: torch.Tensor,
+                reset_mechanism: str, reset_delay: bool, surrogate: str, surrogate_alpha: Optional[float],
+                save: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Spikes, and (``save``) the membrane trace ``U`` (after reset) and ``V`` (before it; immediate reset only)."""
     if reset_mechanism not in RESETS:
         raise ValueError(f"reset_mechanism must be one of {tuple(RESETS)}, got {reset_mechanism!r}")
@@ -146,6 +211,9 @@ def leaky_op(x: torch.Tensor, beta: torch.Tensor, threshold: torch.Tensor, grade
     return _as(spk, x.dtype), _as(u, x.dtype), _as(v, x.dtype)
 
 
+leaky_op = operator("leaky")(_leaky_impl)
+
+
 @torch.library.register_fake("qsnn_kernels::leaky")
 def _(x, beta, threshold, graded_spikes_factor, reset_mechanism, reset_delay, surrogate, surrogate_alpha, save):
     return (torch.empty_like(x), torch.empty_like(x) if save else x.new_empty(0),
@@ -162,21 +230,31 @@ def _(info, in_dims, x, beta, threshold, gsf, *options):
     return out, tuple(1 if t.numel() else None for t in out)
 
 
-@operator("leaky_backward")
-def leaky_backward_op(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
-                      threshold: torch.Tensor, graded_spikes_factor: torch.Tensor, reset_mechanism: str,
-                      reset_delay: bool, surrogate: str, surrogate_alpha: Optional[float],
-                      param_grads: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def _leaky_backward_impl(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
+                         threshold: torch.Tensor, graded_spikes_factor: torch.Tensor, reset_mechanism: str,
+                         reset_delay: bool, surrogate: str, surrogate_alpha: Optional[float],
+                         param_grads: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """The fused reverse sweep: ``dx`` and, per neuron, the time sums of the three parameter gradients
     (``[3, *x.shape[1:]]``; beta's before its clamp), or an empty ``[0]`` when no ``param_grads`` are wanted."""
+    dx, part = _leaky_backward(grad_spk, u, v, beta, threshold, graded_spikes_factor, reset_mechanism, reset_delay,
+                               surrogate, surrogate_alpha, param_grads)
+    if part is None:
+        part = grad_spk.new_empty(0, dtype=torch.float64 if grad_spk.dtype == torch.float64 else torch.float32)
+    return dx, part
+
+
+def _leaky_backward(grad_spk, u, v, beta, threshold, graded_spikes_factor, reset_mechanism, reset_delay, surrogate,
+                    surrogate_alpha, param_grads):
+    """``_leaky_backward_impl`` with ``part`` None when no ``param_grads`` are wanted (the eager backward)."""
     dtype = grad_spk.dtype
     g = _kernel_view(grad_spk)
     steps = g.shape[0]
     n = g.numel() // max(steps, 1)
     dx = torch.empty_like(g)
-    acc = torch.float64 if dtype == torch.float64 else torch.float32
-    part = (torch.zeros(_part_shape(g, True), dtype=acc, device=g.device) if param_grads
-            else g.new_empty(0, dtype=acc))
+    part = None
+    if param_grads:  # the kernel writes every element of part when there is work (no zero-fill launch then)
+        acc = torch.float64 if dtype == torch.float64 else torch.float32
+        part = (torch.empty if g.numel() else torch.zeros)(_part_shape(g, True), dtype=acc, device=g.device)
     if g.numel():
         params = [_scalar_param(p, dtype) for p in (beta, threshold, graded_spikes_factor)]
         uk = _kernel_view(u)
@@ -187,6 +265,9 @@ def leaky_backward_op(grad_spk: torch.Tensor, u: torch.Tensor, v: torch.Tensor, 
                      DELAY=reset_delay, SURROGATE=SURROGATES[surrogate], PARAM_GRAD=param_grads, BLOCK=block,
                      **_flags(grad_spk), **extra)
     return _as(dx, dtype), part
+
+
+leaky_backward_op = operator("leaky_backward")(_leaky_backward_impl)
 
 
 def _part_shape(g: torch.Tensor, param_grads: bool) -> tuple:
@@ -226,7 +307,8 @@ class LeakyFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(x, beta, threshold, gsf, reset_mechanism, reset_delay, surrogate, surrogate_alpha):
-        return leaky_op(x, beta, threshold, gsf, reset_mechanism, reset_delay, surrogate, surrogate_alpha, True)
+        op = _leaky_impl if _eager(x, beta, threshold, gsf) else leaky_op
+        return op(x, beta, threshold, gsf, reset_mechanism, reset_delay, surrogate, surrogate_alpha, True)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -242,14 +324,19 @@ class LeakyFunction(torch.autograd.Function):
         if grad_spk is None:
             return (None,) * 8
         u, v, beta, threshold, gsf = ctx.saved_tensors
-        param_grads = any(ctx.needs_input_grad[1:4])
-        with torch.no_grad():  # the reverse sweep is not differentiated again (no double backward)
-            dx, part = leaky_backward_op(grad_spk.contiguous(), u, v, beta, threshold, gsf, *ctx.options,
-                                         param_grads)
+        needs = ctx.needs_input_grad
+        param_grads = needs[1] or needs[2] or needs[3]
+        if not torch.is_grad_enabled() and _eager(grad_spk, u, v, beta, threshold, gsf):
+            dx, part = _leaky_backward(grad_spk.contiguous(), u, v, beta, threshold, gsf, *ctx.options,
+                                       param_grads)
+        else:
+            with torch.no_grad():  # the reverse sweep is not differentiated again (no double backward)
+                dx, part = leaky_backward_op(grad_spk.contiguous(), u, v, beta, threshold, gsf, *ctx.options,
+                                             param_grads)
         if not param_grads:
             return dx, None, None, None, None, None, None, None
         sums = part.flatten(1).sum(1)
-        inside = ((beta >= 0) & (beta <= 1)).to(sums.dtype)  # clamp(beta, 0, 1) passes the gradient on [0, 1]
+        inside = beta.clamp(0, 1) == beta  # clamp(beta, 0, 1) passes the gradient on [0, 1] (NaN: no); 3 launches
         return (dx, (sums[0] * inside).to(beta.dtype).reshape(beta.shape),
                 sums[1].to(threshold.dtype).reshape(threshold.shape), sums[2].to(gsf.dtype).reshape(gsf.shape),
                 None, None, None, None)
@@ -270,12 +357,18 @@ def leaky(x: torch.Tensor, *, beta, threshold=1.0, reset_mechanism: str = "subtr
     ``torch.no_grad()`` the forward writes no membrane trace."""
     if time_dim != 0:
         raise ValueError("the fused kernel runs time-major input (time_dim=0)")
-    params = [p if isinstance(p, torch.Tensor) else x.new_tensor(float(p)) for p in (beta, threshold,
-                                                                                      graded_spikes_factor)]
+    params = (beta, threshold, graded_spikes_factor)
+    if not (isinstance(beta, torch.Tensor) and isinstance(threshold, torch.Tensor)
+            and isinstance(graded_spikes_factor, torch.Tensor)):
+        eager = _eager(x)
+        params = [p if isinstance(p, torch.Tensor) else _param_tensor(x, p, eager) for p in params]
     options = (reset_mechanism, reset_delay, surrogate, surrogate_alpha)
     if _needs_grad(x, *params):
-        return LeakyFunction.apply(x, *params, *options)[0]
-    return leaky_op(x, *params, *options, False)[0]
+        return (_LEAKY_APPLY if _c_apply_ok(x, *params) else LeakyFunction.apply)(x, *params, *options)[0]
+    return (_leaky_impl if _eager(x, *params) else leaky_op)(x, *params, *options, False)[0]
+
+
+_LEAKY_APPLY = _c_apply(LeakyFunction)
 
 
 class Leaky(nn.Module):
@@ -306,10 +399,9 @@ def _sj_scalars(tau: float, v_reset: Optional[float]):
     return 1.0 / float(tau), (0.0 if v_reset is None else float(v_reset))
 
 
-@operator("sj_lif")
-def sj_lif_op(x: torch.Tensor, tau: float, decay_input: bool, v_threshold: float, v_reset: Optional[float],
-              detach_reset: bool, surrogate: str, surrogate_alpha: Optional[float],
-              save: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def _sj_lif_impl(x: torch.Tensor, tau: float, decay_input: bool, v_threshold: float, v_reset: Optional[float],
+                 detach_reset: bool, surrogate: str, surrogate_alpha: Optional[float],
+                 save: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Spikes, and (``save``) the charges ``H`` the backward needs."""
     _alpha(surrogate, surrogate_alpha)
     _check_dtype(x)
@@ -327,6 +419,9 @@ def sj_lif_op(x: torch.Tensor, tau: float, decay_input: bool, v_threshold: float
     return _as(spk, x.dtype), _as(h, x.dtype)
 
 
+sj_lif_op = operator("sj_lif")(_sj_lif_impl)
+
+
 @torch.library.register_fake("qsnn_kernels::sj_lif")
 def _(x, tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, surrogate_alpha, save):
     return torch.empty_like(x), (torch.empty_like(x) if save else x.new_empty(0))
@@ -340,10 +435,9 @@ def _(info, in_dims, x, *options):
     return out, tuple(1 if t.numel() else None for t in out)
 
 
-@operator("sj_lif_backward")
-def sj_lif_backward_op(grad_spk: torch.Tensor, h: torch.Tensor, tau: float, decay_input: bool, v_threshold: float,
-                       v_reset: Optional[float], detach_reset: bool, surrogate: str,
-                       surrogate_alpha: Optional[float]) -> torch.Tensor:
+def _sj_lif_backward_impl(grad_spk: torch.Tensor, h: torch.Tensor, tau: float, decay_input: bool,
+                          v_threshold: float, v_reset: Optional[float], detach_reset: bool, surrogate: str,
+                          surrogate_alpha: Optional[float]) -> torch.Tensor:
     """The fused reverse sweep: ``dx`` from ``dL/dspk`` and the saved charges."""
     dtype = grad_spk.dtype
     g = _kernel_view(grad_spk)
@@ -359,6 +453,9 @@ def sj_lif_backward_op(grad_spk: torch.Tensor, h: torch.Tensor, tau: float, deca
                       SOFT=v_reset is None, DETACH=detach_reset, SURROGATE=SURROGATES[surrogate],
                       F64=dtype == torch.float64, BLOCK=block, **extra)
     return _as(dx, dtype)
+
+
+sj_lif_backward_op = operator("sj_lif_backward")(_sj_lif_backward_impl)
 
 
 @torch.library.register_fake("qsnn_kernels::sj_lif_backward")
@@ -380,7 +477,8 @@ class SJLIFFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(x, tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, surrogate_alpha):
-        return sj_lif_op(x, tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, surrogate_alpha, True)
+        op = _sj_lif_impl if _eager(x) else sj_lif_op
+        return op(x, tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, surrogate_alpha, True)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -394,8 +492,11 @@ class SJLIFFunction(torch.autograd.Function):
         if grad_spk is None:
             return (None,) * 8
         (h,) = ctx.saved_tensors
-        with torch.no_grad():  # the reverse sweep is not differentiated again (no double backward)
-            dx = sj_lif_backward_op(grad_spk.contiguous(), h, *ctx.options)
+        if not torch.is_grad_enabled() and _eager(grad_spk, h):
+            dx = _sj_lif_backward_impl(grad_spk.contiguous(), h, *ctx.options)
+        else:
+            with torch.no_grad():  # the reverse sweep is not differentiated again (no double backward)
+                dx = sj_lif_backward_op(grad_spk.contiguous(), h, *ctx.options)
         return dx, None, None, None, None, None, None, None
 
 
@@ -408,8 +509,11 @@ def sj_lif(x: torch.Tensor, *, tau: float = 2.0, decay_input: bool = True, v_thr
     options = (float(tau), bool(decay_input), float(v_threshold), None if v_reset is None else float(v_reset),
                bool(detach_reset), surrogate, None if surrogate_alpha is None else float(surrogate_alpha))
     if _needs_grad(x):
-        return SJLIFFunction.apply(x, *options)[0]
-    return sj_lif_op(x, *options, False)[0]
+        return (_SJ_LIF_APPLY if _c_apply_ok(x) else SJLIFFunction.apply)(x, *options)[0]
+    return (_sj_lif_impl if _eager(x) else sj_lif_op)(x, *options, False)[0]
+
+
+_SJ_LIF_APPLY = _c_apply(SJLIFFunction)
 
 
 class SJLIF(nn.Module):
