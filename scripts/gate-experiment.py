@@ -137,6 +137,28 @@ def composed(unchanged: dict, slowed: dict, subject: str) -> dict:
     return doc
 
 
+def shift_to_reject(tree: list[float], base: list[float], margin: float, threshold_p: float) -> float:
+    """The smallest log slowdown added to every tree round of a case that makes its p-value at most ``threshold_p``
+    (negative: rejected already). U counts pairs with x + shift - margin > y, so it reaches u at the u-th smallest
+    of the differences y + margin - x."""
+    from conformance.bench.stats import _u_tail
+
+    tail = _u_tail(len(tree), len(base))
+    needed = next(u for u in range(len(tail)) if tail[u] <= threshold_p)
+    differences = sorted(y + margin - x for x in tree for y in base)
+    return differences[needed - 1] if needed > 0 else float("-inf")
+
+
+def distances(doc: dict, verdict) -> dict[str, float]:
+    """Per gated case, how much slower it would have had to be for Holm's first step to reject it."""
+    threshold = verdict.alpha / max(1, verdict.gated)
+    margin = math.log1p(verdict.margin)
+    logs = {side: {c: [math.log(v) for vs in e["samples"].values() for v in vs] for c, e in d["entries"].items()}
+            for side, d in (("tree", doc), ("base", doc["against"]["session"]))}
+    return {r.id: shift_to_reject(logs["tree"][r.id], logs["base"][r.id], margin, threshold)
+            for r in verdict.rows if r.p is not None}
+
+
 def mean_load(doc: dict) -> float:
     """The mean 1-minute load average over the rounds of both sides."""
     values = [v[0] for d in (doc, doc["against"]["session"]) for s in d["sessions"].values() for v in s["load"]]
@@ -153,18 +175,24 @@ def analyse(args: argparse.Namespace) -> int:
     unchanged = [r for r in runs if not r["slowed"]]
     slowed = [r for r in runs if r["slowed"]]
     report: dict = {"runs": [], "conditions": {}, "detection": {}}
+    per_case: dict[str, list[float]] = {}
     for run in unchanged:
         verdict = verdict_of(run["doc"])
         status = 1 if verdict.failed else 3 if not verdict.gated else 0
         if status != run["rc"]:
             raise SystemExit(f"{run['file']}: re-judged {status}, the gate returned {run['rc']}")
         changes = [abs(math.log(r.new / r.old)) for r in verdict.rows if r.old and r.new]
+        distance = distances(run["doc"], verdict)
+        for case_id, value in distance.items():
+            per_case.setdefault(case_id, []).append(value)
+        closest = min(distance, key=distance.get)
         report["runs"].append({"file": run["file"], "load": run["load"], "rc": run["rc"],
                                "mean_load": round(mean_load(run["doc"]), 2), "gated": verdict.gated,
                                "not_gated": sum(r.verdict == gate.NOT_GATED for r in verdict.rows),
                                "median_abs_change": round(statistics.median(changes), 4),
                                "largest_change": round(max(changes), 4),
                                "smallest_p": min((r.p for r in verdict.rows if r.p is not None), default=None),
+                               "closest": [closest, round(math.expm1(distance[closest]), 4)],
                                "duration_s": run["duration_s"]})
     by_condition: dict[str, list[dict]] = {}
     for row in report["runs"]:
@@ -177,6 +205,14 @@ def analyse(args: argparse.Namespace) -> int:
             "mean_load": [min(r["mean_load"] for r in rows), max(r["mean_load"] for r in rows)],
             "gated": [min(r["gated"] for r in rows), max(r["gated"] for r in rows)],
             "median_duration_s": statistics.median(r["duration_s"] for r in rows)}
+    # Design estimate: each case's distance to rejection over the runs taken as normal, P(distance < 0) summed over
+    # the cases (a union bound on the chance that a run fails)
+    from statistics import NormalDist
+
+    terms = {c: NormalDist(statistics.mean(v), statistics.stdev(v)).cdf(0.0) for c, v in per_case.items()
+             if len(v) >= 3 and statistics.stdev(v) > 0}
+    report["design_estimate"] = {"per_run": sum(terms.values()),
+                                 "largest": sorted(terms.items(), key=lambda kv: -kv[1])[:3]}
     if slowed and unchanged:
         rng = random.Random(args.seed)
         subjects = sorted({subject_of(c) for r in unchanged for c in r["doc"]["entries"]})
@@ -208,6 +244,9 @@ def analyse(args: argparse.Namespace) -> int:
         print(f"{condition}: {row['runs']} runs, {row['failed']} failed (95% upper bound {row['upper95']:.1%}), "
               f"mean load {row['mean_load'][0]:.2f}-{row['mean_load'][1]:.2f}, gated {row['gated'][0]}-"
               f"{row['gated'][1]}, median {row['median_duration_s']:.0f} s")
+    print(f"closest to failing: " + ", ".join(f"{r['file']} {r['closest'][1]:+.1%}" for r in report["runs"]))
+    print(f"design estimate: {report['design_estimate']['per_run']:.1e} false alarms per run; largest terms "
+          + ", ".join(f"{c} {p:.1e}" for c, p in report["design_estimate"]["largest"]))
     if report["detection"]:
         d = report["detection"]
         total = [sum(v[0] for v in d["every_subject"].values()), sum(v[1] for v in d["every_subject"].values())]

@@ -42,12 +42,12 @@ from .rounds import combine, new_session, positive_number, record_round, round_c
 
 #: Per side: ROUNDS fresh processes, each timing every case in REPEATS block(s) of four samples of SAMPLE_S seconds
 #: (a process is the unit of independence, so one block per process; docs/benchmarks.md "The gate"). MARGIN: the
-#: change of a case's ratio the gate tolerates, for what differs between two processes of different code besides
-#: the subject's speed (where the code and the tensors land in memory).
+#: slowdown of a case the gate tolerates, so that the rounds that land badly do not add up to a false alarm; set
+#: from the experiment's distances to rejection (docs/benchmarks.md, "The experiment").
 ROUNDS = 16
 REPEATS = 1
 SAMPLE_S = 0.01
-MARGIN = 0.05
+MARGIN = 0.08
 MIN_ROUNDS = 6             # rounds of a case needed on each side to judge it
 TRIALS = 400               # simulated runs per case for its detection power
 COMMIT_FILE = Path("reports") / "bench" / "gate-commit.json"
