@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import json
 import math
 import os
@@ -42,25 +43,17 @@ sys.path.insert(0, str(ROOT))
 SLOWDOWN = 0.25
 
 
-class Load:
-    """A concurrent CPU load: a pytest run of the spec meta-tests (one xdist worker), restarted until stopped."""
+def _recorded_ratio_experiment():
+    """scripts/bench-noise.py, the experiment of the recorded-ratio gate: its load, bounds and distance to rejection
+    serve this one too."""
+    spec = importlib.util.spec_from_file_location("bench_noise", ROOT / "scripts" / "bench-noise.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    def __init__(self, kind: str):
-        self.kind, self.process = kind, None
 
-    def __enter__(self):
-        if self.kind == "pytest":
-            loop = ("while true; do python -m pytest suites/meta -n 1 -p no:cacheprovider -q "
-                    "--results-dir /tmp/conformance-gate-experiment-load >/dev/null 2>&1; done")
-            self.process = subprocess.Popen(["bash", "-c", loop], cwd=ROOT, start_new_session=True,
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(10)  # let it reach its steady state
-        return self
-
-    def __exit__(self, *exc):
-        if self.process is not None:
-            os.killpg(self.process.pid, 15)
-            self.process.wait()
+_SHARED = _recorded_ratio_experiment()
+Load, clopper_pearson, shift_to_reject = _SHARED.Load, _SHARED.clopper_pearson, _SHARED.shift_to_reject
 
 
 def collect(args: argparse.Namespace) -> int:
@@ -74,7 +67,7 @@ def collect(args: argparse.Namespace) -> int:
                    "--out", str(target)]
         if args.slowed:
             command += ["--slowdown", f"*={SLOWDOWN}", "--no-memory"]
-        with Load(args.load):
+        with Load(args.load, out / "load.log"):
             before = os.getloadavg()
             started = time.time()
             run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -97,15 +90,6 @@ def collect(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------------------ analyse
-def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Exact one-sided bounds for a binomial rate from k of n: (lower, upper), each at ``confidence``."""
-    from scipy.stats import beta
-
-    lower = 0.0 if k == 0 else float(beta.ppf(1 - confidence, k, n - k + 1))
-    upper = 1.0 if k == n else float(beta.ppf(confidence, k + 1, n - k))
-    return lower, upper
-
-
 def load_runs(args: argparse.Namespace) -> list[dict]:
     """Every run: its index line plus the document (``doc``)."""
     if args.archive:
@@ -135,18 +119,6 @@ def composed(unchanged: dict, slowed: dict, subject: str) -> dict:
             else:
                 del side_new["entries"][case_id]
     return doc
-
-
-def shift_to_reject(tree: list[float], base: list[float], margin: float, threshold_p: float) -> float:
-    """The smallest log slowdown added to every tree round of a case that makes its p-value at most ``threshold_p``
-    (negative: rejected already). U counts pairs with x + shift - margin > y, so it reaches u at the u-th smallest
-    of the differences y + margin - x."""
-    from conformance.bench.stats import _u_tail
-
-    tail = _u_tail(len(tree), len(base))
-    needed = next(u for u in range(len(tail)) if tail[u] <= threshold_p)
-    differences = sorted(y + margin - x for x in tree for y in base)
-    return differences[needed - 1] if needed > 0 else float("-inf")
 
 
 def distances(doc: dict, verdict) -> dict[str, float]:

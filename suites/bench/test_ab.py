@@ -18,7 +18,7 @@ import pytest
 from conformance.bench import ab, gate, stats
 from conformance.bench.__main__ import main
 
-from .test_gate import CHEAP, LEVELS, session
+from .test_gate import CHEAP, LEVELS, _no_family_wise_correction, _ties_count_for_x, session
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -148,16 +148,7 @@ def properties() -> list[str]:
     return broken
 
 
-def _holm_per_case(pvalues, *, alpha):
-    return {k for k, p in pvalues.items() if p <= alpha}
-
-
-def _ties_count_for_x(x, y):
-    u = sum((a > b) + (a == b) for a in x for b in y)
-    return u, stats._u_tail(len(x), len(y))[u]
-
-
-AB_MUTANTS = {"no family-wise correction": (stats, "holm", _holm_per_case),
+AB_MUTANTS = {"no family-wise correction": (stats, "holm", _no_family_wise_correction),
               "no margin": (ab, "MARGIN", 0.0),
               "ties counted as slower": (stats, "mann_whitney_greater", _ties_count_for_x),
               "no detection check": (ab, "detection_power", lambda *a, **k: 1.0)}
