@@ -110,8 +110,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     check.add_argument("--alpha", type=float, default=gate.ALPHA,
                        help=f"family-wise false-alarm rate of one gate run (default {gate.ALPHA:g})")
     check.add_argument("--detect", type=float, default=gate.DETECT, metavar="FRACTION",
-                       help=f"the slowdown a gated case must be caught at in {gate.POWER:.0%}% of runs; a case too "
-                            f"noisy for it is not gated (default {gate.DETECT:g})")
+                       help=f"the slowdown a gated case must be caught at in --power of runs; a case too noisy for "
+                            f"it is not gated (default {gate.DETECT:g})")
+    check.add_argument("--power", type=float, default=gate.POWER, metavar="SHARE",
+                       help=f"with a baseline commit: the share of simulated runs in which a subject's cases must "
+                            f"catch --detect for it to be gated (default {gate.POWER:g}; 0 gates every case)")
 
     accept = commands.add_parser("accept", help="move the gate's baseline commit (--commit), or write the recorded "
                                                 "ratios from sessions (all samples pooled)")
@@ -132,6 +135,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--sample-s must be between 0 and 10 seconds, got {args.sample_s:g}")
     if getattr(args, "alpha", None) is not None and not 0 < args.alpha < 1:
         parser.error(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+    if getattr(args, "power", None) is not None and not 0 <= args.power <= 1:
+        parser.error(f"--power must be between 0 and 1, got {args.power:g}")
     if getattr(args, "detect", None) is not None and not 0 < args.detect <= 10:
         parser.error(f"--detect must be above 0 and at most 10, got {args.detect:g}")
     return args
@@ -338,7 +343,7 @@ def measure_ab(args: argparse.Namespace, commit: str) -> dict:
 
 
 def report_ab(args: argparse.Namespace, results: dict) -> int:
-    verdict = ab.judge(results, alpha=args.alpha, detect=args.detect, power=gate.POWER)
+    verdict = ab.judge(results, alpha=args.alpha, detect=args.detect, power=args.power)
     return report(verdict, ab.summary(verdict), remedy="more rounds: --rounds")
 
 

@@ -398,7 +398,8 @@ def test_every_command_prints_its_help(command, capsys):
 
 
 def test_bad_arguments_are_one_line_usage_errors(capsys):
-    for argv in (["gate", "--rounds", "0"], ["gate", "--alpha", "2"], ["run", "--slowdown", "nonsense"],
+    for argv in (["gate", "--rounds", "0"], ["gate", "--alpha", "2"], ["gate", "--power", "2"],
+                 ["run", "--slowdown", "nonsense"],
                  ["run", "--cases", "no|such|case"], ["frobnicate"]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
