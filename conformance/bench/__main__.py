@@ -196,18 +196,25 @@ def measure_round(args: argparse.Namespace) -> dict:
                checkpoint=lambda partial: gate.write(args.out, partial))
 
 
-def measure_session(args: argparse.Namespace, checkpoint=None) -> dict:
-    """``rounds`` fresh processes with the command line's settings (see :mod:`conformance.bench.rounds`)."""
+def session_inputs(args: argparse.Namespace) -> tuple[list, list[str] | None, object]:
+    """What a measured session takes from the command line: the chosen cases, their ids when the command line
+    narrowed them (else None: the rounds choose the same themselves), and the progress printer (None when quiet)."""
     chosen = chosen_cases(args)
     _slowdowns(args.slowdown)
-    settings = SETTINGS[args.profile]
+    filtered = bool(args.subjects) or bool(getattr(args, "cases", None))
     progress = None if args.quiet else (lambda line: print(f"conformance.bench: {line}", file=sys.stderr,
                                                            flush=True))
-    filtered = bool(args.subjects) or bool(getattr(args, "cases", None))
+    return chosen, [c.id for c in chosen] if filtered else None, progress
+
+
+def measure_session(args: argparse.Namespace, checkpoint=None) -> dict:
+    """``rounds`` fresh processes with the command line's settings (see :mod:`conformance.bench.rounds`)."""
+    chosen, case_ids, progress = session_inputs(args)
+    settings = SETTINGS[args.profile]
     return rounds.measure(profile=args.profile, device=args.device, rounds=args.rounds or gate.ROUNDS,
                           jobs=args.jobs or default_jobs(args.device), repeats=args.repeats or settings["repeats"],
                           sample_s=args.sample_s or settings["sample_s"], threads=args.threads,
-                          attempted=[c.id for c in chosen], case_ids=[c.id for c in chosen] if filtered else None,
+                          attempted=[c.id for c in chosen], case_ids=case_ids,
                           slowdown=args.slowdown, memory=not args.no_memory, seed=args.seed, progress=progress,
                           checkpoint=checkpoint)
 
@@ -293,8 +300,8 @@ def baseline_commit(args: argparse.Namespace) -> tuple[str | None, str]:
 def run_gate(args: argparse.Namespace) -> int:
     if args.baseline is not None and args.against is not None:
         raise UsageError("--against measures a commit, --baseline reads recorded ratios: give one of them")
-    if args.baseline is not None:  # a named file that cannot be read is the first thing to say
-        gate.load(args.baseline)
+    # a named file that cannot be read is the first thing to say
+    baseline = gate.load(args.baseline) if args.baseline is not None else None
     if args.results is not None:
         results = gate.load(args.results)
         if ab.is_ab(results):
@@ -308,7 +315,7 @@ def run_gate(args: argparse.Namespace) -> int:
             print(f"conformance.bench: {why_not}: judging against the recorded ratios of "
                   f"{args.baseline or default_baseline(args.device)} instead", file=sys.stderr)
     baseline_path = args.baseline or default_baseline(args.device)
-    baseline = gate.load(baseline_path)
+    baseline = baseline or gate.load(baseline_path)
     if args.results is None:
         if baseline["device"] != args.device:
             raise UsageError(f"{baseline_path} is a {baseline['device']} baseline, not {args.device}")
@@ -321,21 +328,17 @@ def run_gate(args: argparse.Namespace) -> int:
 def measure_ab(args: argparse.Namespace, commit: str) -> dict:
     """The tree and ``commit``'s code measured side by side (:mod:`conformance.bench.ab`), written after every pair
     of rounds to --out (default latest), so that a run stopped by a time limit keeps its rounds."""
-    chosen = chosen_cases(args)
-    _slowdowns(args.slowdown)
-    progress = None if args.quiet else (lambda line: print(f"conformance.bench: {line}", file=sys.stderr,
-                                                           flush=True))
+    chosen, case_ids, progress = session_inputs(args)
     if progress:
         progress(f"measuring commit {commit[:12]} beside the tree: {args.rounds or ab.ROUNDS} rounds a side, "
                  f"{len(chosen)} cases")
     out = args.out or default_latest(args.device)
-    filtered = bool(args.subjects) or bool(getattr(args, "cases", None))
     results = ab.measure(profile=args.profile, device=args.device, rounds=args.rounds or ab.ROUNDS,
                          jobs=args.jobs or default_jobs(args.device), repeats=args.repeats or ab.REPEATS,
                          sample_s=args.sample_s or ab.SAMPLE_S * SETTINGS[args.profile]["sample_s"] / gate.SAMPLE_S,
                          threads=args.threads,
                          attempted=[c.id for c in chosen], baseline_dir=ab.baseline_code(commit, ab.default_cache()),
-                         commit=commit, case_ids=[c.id for c in chosen] if filtered else None,
+                         commit=commit, case_ids=case_ids,
                          slowdown=args.slowdown, memory=not args.no_memory, seed=args.seed, progress=progress,
                          checkpoint=lambda partial: gate.write(out, partial))
     gate.write(out, results)

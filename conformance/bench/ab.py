@@ -118,8 +118,13 @@ def baseline_code(commit: str, cache: Path, root: Path | None = None) -> Path:
     return target
 
 
+def cache_root() -> Path:
+    """The suite's cache directory (``CONFORMANCE_CACHE_DIR``, else ``.cache/conformance`` here), absolute."""
+    return Path(os.environ.get("CONFORMANCE_CACHE_DIR") or Path.cwd() / ".cache" / "conformance").resolve()
+
+
 def default_cache() -> Path:
-    return Path(os.environ.get("CONFORMANCE_CACHE_DIR") or Path.cwd() / ".cache" / "conformance") / "bench-baseline"
+    return cache_root() / "bench-baseline"
 
 
 def tree_commit(root: Path | None = None) -> str | None:
@@ -176,8 +181,7 @@ def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, 
             checkpoint(document())
 
     # each side's own code first on the path: -m puts the working directory there
-    env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(Path(os.environ.get("CONFORMANCE_CACHE_DIR")
-                                                         or Path.cwd() / ".cache" / "conformance").resolve())}
+    env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(cache_root())}
     with tempfile.TemporaryDirectory(prefix="conformance-bench-ab-") as tmp:
         tasks = []
         for i in range(rounds):  # ABBA: pair i starts the tree first when i is even, the baseline first when odd
