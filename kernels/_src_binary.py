@@ -301,34 +301,54 @@ def xnor_gemv_hs_kernel(a_ptr, b_ptr, out_ptr, scale_ptr, bias_ptr, M, N, K, KW,
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-def sign_nhwc_kernel(x_ptr, out_ptr, C, H, W, HP, WP, PAD, P, stride_xn, stride_xc,
+def sign_nhwc_kernel(x_ptr, out_ptr, C, H, W, HP, WP, PAD, stride_xn, stride_xc, stride_xh, stride_xw,
                      POS: tl.constexpr, NEG: tl.constexpr, ZERO: tl.constexpr, FILL: tl.constexpr,
-                     BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
-    """``x [N, C, H, W]`` (contiguous H, W) -> its sign bytes in ``out [N, H + 2 PAD, W + 2 PAD, C]`` (channels
-    last), the border ``FILL``: the operand an implicit-GEMM conv reads with contiguous channel runs."""
-    pix = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)  # over N * HP * WP
+                     BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr):
+    """``x [N, C, H, W]`` (any strides) -> its sign bytes in ``out [N, H + 2 PAD, W + 2 PAD, C]`` (channels
+    last), the border ``FILL``: the operand an implicit-GEMM conv reads with contiguous channel runs. A program
+    writes ``BLOCK_W`` pixels of one padded row by ``BLOCK_C`` channels, so an NCHW input is read along its rows
+    and a channels-last one along its channels (each side contiguous; the transpose goes through the compiler's
+    layout conversion)."""
+    row = tl.program_id(0)  # over N * HP
     cs = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    n = pix // (HP * WP)
-    hw = pix % (HP * WP)
-    h = hw // WP - PAD
-    w = hw % WP - PAD
-    inside = (h >= 0) & (h < H) & (w >= 0) & (w < W) & (pix < P)
-    src = x_ptr + n[:, None] * stride_xn + cs[None, :] * stride_xc + (h * W + w)[:, None]
+    wp = tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W)
+    n = row // HP
+    w = wp - PAD
+    h = row % HP - PAD
+    hv = h + 0 * w  # as a vector: the interpreter refuses a mask built from a scalar comparison
+    inside = (w >= 0) & (w < W) & (hv >= 0) & (hv < H)
+    src = x_ptr + n * stride_xn + h * stride_xh + w[:, None] * stride_xw + cs[None, :] * stride_xc
     x = tl.load(src, mask=inside[:, None] & (cs[None, :] < C), other=0.0)
     s = tl.where(x > 0, POS, tl.where(x < 0, NEG, ZERO))
     s = tl.where(inside[:, None], s, FILL).to(tl.int8)
-    tl.store(out_ptr + pix[:, None] * C + cs[None, :], s, mask=(pix[:, None] < P) & (cs[None, :] < C))
+    tl.store(out_ptr + (row * WP + wp)[:, None] * C + cs[None, :], s, mask=(wp[:, None] < WP) & (cs[None, :] < C))
+
+
+def sign_conv_weight_kernel(w_ptr, out_ptr, COUT, C, TAPS, POS: tl.constexpr, NEG: tl.constexpr,
+                            ZERO: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_L: tl.constexpr):
+    """A contiguous conv weight ``w [COUT, C, KH, KW]`` -> its sign bytes ``out [COUT, KH, KW, C]`` (the
+    implicit-GEMM conv's K order: taps outer, channels inner), one launch instead of a permuting copy and a sign
+    pass."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    ks = tl.program_id(1) * BLOCK_L + tl.arange(0, BLOCK_L)  # out's column: tap * C + c
+    tap = ks // C
+    c = ks % C
+    ok = (rows[:, None] < COUT) & (ks[None, :] < TAPS * C)
+    x = tl.load(w_ptr + rows[:, None] * (C * TAPS) + (c * TAPS + tap)[None, :], mask=ok, other=0.0)
+    s = tl.where(x > 0, POS, tl.where(x < 0, NEG, ZERO)).to(tl.int8)
+    tl.store(out_ptr + rows[:, None] * (C * TAPS) + ks[None, :], s, mask=ok)
 
 
 def conv_implicit_kernel(x_ptr, w_ptr, out_ptr, scale_ptr, bias_ptr, M, COUT, C, OH, OW, HP, WP, STRIDE, DIL,
                          SCALE_MODE: tl.constexpr, HAS_BIAS: tl.constexpr, FLOAT: tl.constexpr,
-                         KH: tl.constexpr, KW: tl.constexpr,
+                         KH: tl.constexpr, KW: tl.constexpr, CL_OUT: tl.constexpr,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """Implicit-GEMM binary conv2d: ``out [N, COUT, OH, OW]`` from the padded channels-last signs
     ``x [N, HP, WP, C]`` and the weight signs ``w [COUT, KH, KW, C]`` (bytes: int8, or e4m3 with ``FLOAT``),
     no patch matrix in memory. Row ``m`` of the GEMM is the output pixel ``(n, oh, ow)``; the K loop walks the
     kernel taps and ``BLOCK_K`` channels at a time (``C % BLOCK_K == 0``). Exact integer sums (int32, or fp32 for
-    fp8); the scale and bias epilogue writes NCHW directly.
+    fp8); the scale and bias epilogue writes NCHW directly, or channels last (``CL_OUT``: ``out [N, OH, OW, COUT]``
+    in memory, the rows of the GEMM as they are).
     """
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -346,19 +366,23 @@ def conv_implicit_kernel(x_ptr, w_ptr, out_ptr, scale_ptr, bias_ptr, M, COUT, C,
         acc = tl.full((BLOCK_M, BLOCK_N), 0.0, dtype=tl.float32)
     else:
         acc = tl.full((BLOCK_M, BLOCK_N), 0, dtype=tl.int32)
-    for tap in range(KH * KW):
+    # one flat loop over (tap, channel block): Triton software-pipelines only an innermost loop, and a channel loop
+    # of one or two turns inside the tap loop left every load unpipelined (one shared-memory buffer, load then MMA)
+    csteps = C // BLOCK_K
+    for kk in range(KH * KW * csteps):
+        tap = kk // csteps
+        c0 = (kk % csteps) * BLOCK_K
         i = tap // KW
         j = tap % KW
         pix = row + (i * DIL) * WP + j * DIL
-        for c0 in range(0, C, BLOCK_K):
-            cs = c0 + offs_k
-            a = tl.load(x_ptr + pix[:, None] * C + cs[None, :], mask=m_ok[:, None], other=0.0)
-            b = tl.load(w_ptr + offs_n[:, None] * (KH * KW * C) + tap * C + cs[None, :], mask=n_ok[:, None],
-                        other=0.0)
-            if FLOAT:
-                acc = tl.dot(a, tl.trans(b), acc)
-            else:
-                acc = tl.dot(a, tl.trans(b), acc, out_dtype=tl.int32)
+        cs = c0 + offs_k
+        a = tl.load(x_ptr + pix[:, None] * C + cs[None, :], mask=m_ok[:, None], other=0.0)
+        b = tl.load(w_ptr + offs_n[:, None] * (KH * KW * C) + tap * C + cs[None, :], mask=n_ok[:, None],
+                    other=0.0)
+        if FLOAT:
+            acc = tl.dot(a, tl.trans(b), acc)
+        else:
+            acc = tl.dot(a, tl.trans(b), acc, out_dtype=tl.int32)
     y = acc.to(tl.float32)
     if out_ptr.dtype.element_ty == tl.float64:
         y = acc.to(tl.float64)
@@ -368,7 +392,10 @@ def conv_implicit_kernel(x_ptr, w_ptr, out_ptr, scale_ptr, bias_ptr, M, COUT, C,
         y = y * tl.load(scale_ptr + offs_n, mask=n_ok, other=0.0).to(y.dtype)[None, :]
     if HAS_BIAS:
         y = y + tl.load(bias_ptr + offs_n, mask=n_ok, other=0.0).to(y.dtype)[None, :]
-    dst = out_ptr + (n * (COUT * OH * OW) + ohw)[:, None] + offs_n[None, :] * (OH * OW)
+    if CL_OUT:
+        dst = out_ptr + offs_m[:, None] * COUT + offs_n[None, :]
+    else:
+        dst = out_ptr + (n * (COUT * OH * OW) + ohw)[:, None] + offs_n[None, :] * (OH * OW)
     tl.store(dst, y.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 
 

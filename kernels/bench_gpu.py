@@ -253,6 +253,10 @@ def conv():
         _try(row, "ours_graph_ms", lambda: B.binary_conv2d_op(x, w, bias, *opts), inner=3, graph=True)
         _try(row, "cudnn_fp16_channels_last_graph_ms",
              lambda: torch.nn.functional.conv2d(xcl, wcl, bias, padding=1), inner=3, graph=True)
+        # like for like with cuDNN's channels_last: our op given x channels-last (it then writes its output so)
+        x_cl = x.contiguous(memory_format=torch.channels_last)
+        _try(row, "ours_cl_input_ms", lambda: B.binary_conv2d_op(x_cl, w, bias, *opts), inner=3)
+        _try(row, "ours_cl_input_graph_ms", lambda: B.binary_conv2d_op(x_cl, w, bias, *opts), inner=3, graph=True)
         B.CONV_IMPLICIT = False  # the alternative: the patch matrix in memory (im2col), torch._scaled_mm
         try:
             _try(row, "im2col_scaled_mm_ms", lambda: B.binary_conv2d_op(x, w, bias, *opts), inner=3)
@@ -263,16 +267,28 @@ def conv():
                                          padding=1)
         got = B.binary_conv2d_op(x, w, bias, *opts).double()
         row["max_rel_err"] = ((got - ref).abs().max() / ref.abs().max()).item()
+        got = B.binary_conv2d_op(x_cl, w, bias, *opts)
+        row["cl_output_channels_last"] = got.is_contiguous(memory_format=torch.channels_last)
+        row["cl_input_max_rel_err"] = ((got.double() - ref).abs().max() / ref.abs().max()).item()
         cudnn = min(row["cudnn_fp16_nchw_ms"], row["cudnn_fp16_channels_last_ms"])
         row["speedup_vs_cudnn"] = cudnn / row["ours_ms"]
         if "ours_graph_ms" in row and "cudnn_fp16_channels_last_graph_ms" in row:
             row["speedup_vs_cudnn_graph"] = row["cudnn_fp16_channels_last_graph_ms"] / row["ours_graph_ms"]
+        if "ours_cl_input_graph_ms" in row and "cudnn_fp16_channels_last_graph_ms" in row:
+            row["speedup_cl_input_vs_cudnn_graph"] = (row["cudnn_fp16_channels_last_graph_ms"]
+                                                      / row["ours_cl_input_graph_ms"])
+        if "ours_cl_input_ms" in row:
+            row["speedup_cl_input_vs_cudnn"] = cudnn / row["ours_cl_input_ms"]
         m = batch * side * side
         row["gemm_shape"] = [m, ch, ch * 9]
+        # the implicit-GEMM configs the op timed and kept (kernels.binary.CONV_CUDA), NCHW / channels-last input
+        row["conv_configs"] = [list(v) for k, v in B._CONV_TUNED.items() if k[1] == tuple(x.shape)]
         RESULTS["conv"].append(row)
         print(f"conv {name} {list(x.shape)}: cuDNN fp16 {cudnn:.3f} ms (nchw {row['cudnn_fp16_nchw_ms']:.3f}, cl "
               f"{row['cudnn_fp16_channels_last_ms']:.3f}); ours {row['ours_ms']:.3f} ms x{row['speedup_vs_cudnn']:.2f}"
-              f" (rel err {row['max_rel_err']:.1e})", flush=True)
+              f" (rel err {row['max_rel_err']:.1e}); graph x{row.get('speedup_vs_cudnn_graph', 0):.2f}, channels-last"
+              f" input x{row.get('speedup_cl_input_vs_cudnn', 0):.2f} eager, "
+              f"x{row.get('speedup_cl_input_vs_cudnn_graph', 0):.2f} graph", flush=True)
 
 
 GEMV_SWEEP = [("plain", 8, 256, 4, False), ("plain", 8, 64, 4, False), ("plain", 16, 64, 4, False),

@@ -38,8 +38,12 @@ from ._runtime import kernel, operator, signature_once
 GEMV_MAX_M = 16
 EXPAND_MIN_M = 1024
 FP8_MIN_M = 64
-#: The implicit-GEMM conv on CUDA: (BLOCK_M, BLOCK_N, num_warps, num_stages); CONV_IMPLICIT False: im2col instead.
-CONV_CUDA = (128, 128, 8, 3)
+#: The implicit-GEMM conv's configs on CUDA: (BLOCK_M, BLOCK_N, num_warps, num_stages). A conv whose GEMM has at
+#: least CONV_TUNE_MIN_FLOP operations times each config once (per device and problem, outside CUDA-graph capture:
+#: every config computes the same bits) and keeps the fastest; smaller ones, and any call during a capture before
+#: its problem was timed, take the first. CONV_IMPLICIT False: im2col instead. docs/kernels.md, "Binary conv2d".
+CONV_CUDA = [(128, 128, 8, 3), (128, 128, 8, 4), (256, 128, 8, 3), (128, 256, 8, 3)]
+CONV_TUNE_MIN_FLOP = 2e9
 CONV_IMPLICIT = True
 #: XOR-popcount kernels on CUDA by batch rows (the first entry whose bound is >= M): (kernel, BLOCK_N,
 #: BLOCK_W, num_warps, fused). "plain": [BLOCK_M, BLOCK_N, BLOCK_W] word tiles, one popcount a word;
@@ -423,45 +427,95 @@ def _conv_block_k(c: int) -> int:
 
 def conv_implicit(xb: torch.Tensor, w: torch.Tensor, *, stride: int, padding: int, dilation: int, pad_value: float,
                   zero_value: float, scale: Optional[torch.Tensor], bias: Optional[torch.Tensor],
-                  out_dtype: torch.dtype, fp8: bool) -> torch.Tensor:
-    """Binary conv2d (``groups=1``) as an implicit GEMM: the signs of ``xb [N, C, H, W]`` written once as padded
-    channels-last bytes (int8, or e4m3 with ``fp8``), the weight signs as ``[C_out, kh, kw, C]``, then one kernel
-    that gathers each patch from the padded signs (no patch matrix) and writes NCHW. ``C % 32 == 0``."""
+                  out_dtype: torch.dtype, fp8: bool, channels_last: bool = False,
+                  config: tuple | None = None) -> torch.Tensor:
+    """Binary conv2d (``groups=1``) as an implicit GEMM: the signs of ``xb [N, C, H, W]`` (any strides) written
+    once as padded channels-last bytes (int8, or e4m3 with ``fp8``), the weight signs as ``[C_out, kh, kw, C]``,
+    then one kernel that gathers each patch from the padded signs (no patch matrix) and writes the output, NCHW or
+    (``channels_last``) channels-last in memory. ``C % 32 == 0``. ``config``: see ``CONV_CUDA``."""
     n, c, h, wd = xb.shape
     cout, _, kh, kw = w.shape
     hp, wp = h + 2 * padding, wd + 2 * padding
     oh = (hp - dilation * (kh - 1) - 1) // stride + 1
     ow = (wp - dilation * (kw - 1) - 1) // stride + 1
-    xk = _kernel_view(xb).contiguous()
+    xk = _kernel_view(xb)
     device = xk.device
     cuda = _cuda(xk)
     signs = _sign_bytes(zero_value, fp8)
     fill = 0 if pad_value == 0 else signs["POS"] if pad_value > 0 else signs["NEG"]
     xs = torch.empty((n, hp, wp, c), dtype=torch.int8, device=device)
-    pixels = n * hp * wp
-    block_p, block_c = (64, 64) if cuda else (16, 16)
-    if pixels and c:
-        K_.sign_nhwc(device, (-(-pixels // block_p), -(-c // block_c)), xk, xs, c, h, wd, hp, wp, padding, pixels,
-                     xk.stride(0), xk.stride(1), FILL=fill, BLOCK_P=block_p, BLOCK_C=block_c, **signs)
-    wsign = sign_rows(w.permute(0, 2, 3, 1).reshape(cout, -1), zero_value, k_pad=1, fp8=fp8)
-    out = torch.empty((n, cout, oh, ow), dtype=_kernel_out_dtype(out_dtype, device), device=device)
+    if n * hp * wp and c:
+        block_w = min(32, 1 << (wp - 1).bit_length()) if cuda else 8
+        block_c = min(64 if cuda else 16, 1 << (c - 1).bit_length())
+        K_.sign_nhwc(device, (n * hp, -(-c // block_c), -(-wp // block_w)), xk, xs, c, h, wd, hp, wp, padding,
+                     *xk.stride(), FILL=fill, BLOCK_W=block_w, BLOCK_C=block_c, **signs)
+    taps = kh * kw
+    wk = _kernel_view(w).contiguous()
+    wsign = torch.empty((cout, taps * c), dtype=torch.int8, device=device)
+    if cout and c:
+        block_r, block_l = (16, 256) if cuda else (8, 32)
+        K_.sign_conv_weight(device, (-(-cout // block_r), -(-(taps * c) // block_l)), wk, wsign, cout, c, taps,
+                            BLOCK_R=block_r, BLOCK_L=block_l, **signs)
+    dtype = _kernel_out_dtype(out_dtype, device)
+    out = (torch.empty((n, cout, oh, ow), dtype=dtype, device=device, memory_format=torch.channels_last)
+           if channels_last else torch.empty((n, cout, oh, ow), dtype=dtype, device=device))
     m = n * oh * ow
     if not (m and cout):
-        return out.to(out_dtype)
+        return out if out.dtype == out_dtype else out.to(out_dtype)
     bias = None if bias is None else _kernel_view(bias)
     mode, scale_t = _scale_args(scale, out)
     bk = _conv_block_k(c)
-    if cuda:
-        bm, bn, warps, stages = CONV_CUDA
-        extra = dict(num_warps=warps, num_stages=stages)
-    else:
-        bm, bn, bk, extra = 16, 16, 32, {}
-    grid = (-(-m // bm), -(-cout // bn))
-    K_.conv_implicit(device, grid, xs.view(torch.float8_e4m3fn) if fp8 else xs, wsign, out, scale_t,
-                     bias if bias is not None else out, m, cout, c, oh, ow, hp, wp, stride, dilation,
-                     SCALE_MODE=mode, HAS_BIAS=bias is not None, FLOAT=fp8, KH=kh, KW=kw, BLOCK_M=bm, BLOCK_N=bn,
-                     BLOCK_K=bk, **extra)
-    return out.to(out_dtype)
+    a = xs.view(torch.float8_e4m3fn) if fp8 else xs
+    b = wsign.view(torch.float8_e4m3fn) if fp8 else wsign
+
+    def launch(config):
+        if cuda:
+            bm, bn, warps, stages = config
+            extra = dict(num_warps=warps, num_stages=stages)
+        else:
+            bm, bn, extra = 16, 16, {}
+        K_.conv_implicit(device, (-(-m // bm), -(-cout // bn)), a, b, out, scale_t, bias if bias is not None else out,
+                         m, cout, c, oh, ow, hp, wp, stride, dilation, SCALE_MODE=mode, HAS_BIAS=bias is not None,
+                         FLOAT=fp8, KH=kh, KW=kw, CL_OUT=channels_last, BLOCK_M=bm, BLOCK_N=bn,
+                         BLOCK_K=bk if cuda else 32, **extra)
+
+    if config is None and cuda:
+        key = (device.index, tuple(xb.shape), cout, kh, kw, stride, padding, dilation, channels_last, fp8, dtype)
+        config = _CONV_TUNED.get(key) or _conv_tune(key, launch, 2.0 * m * cout * c * kh * kw, cout)
+    launch(config)
+    return out if out.dtype == out_dtype else out.to(out_dtype)
+
+
+#: problem -> the fastest of CONV_CUDA's configs, as timed on its first call (see CONV_CUDA)
+_CONV_TUNED: dict = {}
+
+
+def _conv_tune(key: tuple, launch, flop: float, cout: int) -> tuple:
+    """The fastest config of ``CONV_CUDA`` for one problem (``launch(config)`` runs it), remembered under ``key``;
+    the first config, unremembered, for small problems and during a CUDA-graph capture."""
+    if flop < CONV_TUNE_MIN_FLOP or torch.cuda.is_current_stream_capturing():
+        return CONV_CUDA[0]
+    times = {}
+    for config in CONV_CUDA:
+        if config[1] > max(128, cout):
+            continue  # a block of output channels wider than the layer's
+        launch(config)  # compiles
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(3):
+            launch(config)
+        end.record()
+        end.synchronize()
+        times[config] = start.elapsed_time(end)
+    best = min(times, key=times.get)
+    _CONV_TUNED[key] = best
+    return best
+
+
+def _channels_last(x: torch.Tensor) -> bool:
+    """Whether the conv's output is laid out channels last: a batched input that is channels-last and not also
+    contiguous (as cuDNN's conv decides; the fake kernel decides the same way)."""
+    return x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
 
 
 def _weight_scale(w: torch.Tensor, scaling: str) -> Optional[torch.Tensor]:
@@ -677,7 +731,8 @@ def binary_conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     if (CONV_IMPLICIT and groups == 1 and _conv_block_k(cin_g) and _fp8_ok(pixels, 16, x.device, x.dtype)
             and padded < 2 ** 31 and pixels * cout < 2 ** 31):  # implicit GEMM, fp8 tensor cores (int32 offsets)
         y = conv_implicit(xb, w, stride=stride, padding=padding, dilation=dilation, pad_value=pad_value,
-                          zero_value=zero_value, scale=scale, bias=b, out_dtype=x.dtype, fp8=True)
+                          zero_value=zero_value, scale=scale, bias=b, out_dtype=x.dtype, fp8=True,
+                          channels_last=_channels_last(xb))
         return _fresh(y[0] if unbatched else y)
     # e4m3 signs and the fp8 GEMM when the patch length and the output channels suit it (no K padding needed)
     fp8 = (cin_g * kh * kw) % 16 == 0 and _fp8_ok(pixels, per_group, x.device, x.dtype)
@@ -699,7 +754,8 @@ def binary_conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
             outs.append(packed_matmul(a.contiguous(), pack_weight(w[rows], zero_value), cin_g * kh * kw, scale=sc,
                                       bias=bg, out_dtype=x.dtype, a_is_pm1=not (padding and pad_value == 0.0)))
     y = torch.cat(outs, dim=1) if groups > 1 else outs[0]
-    y = y.reshape(xb.shape[0], oh, ow, cout).permute(0, 3, 1, 2).contiguous()
+    y = y.reshape(xb.shape[0], oh, ow, cout).permute(0, 3, 1, 2)
+    y = y.contiguous(memory_format=torch.channels_last) if _channels_last(xb) else y.contiguous()
     return _fresh(y[0] if unbatched else y)
 
 
@@ -714,7 +770,10 @@ def _conv_out_shape(x, weight, stride, padding, dilation):
 @torch.library.register_fake("qsnn_kernels::binary_conv2d")
 def _(x, weight, bias, stride, padding, dilation, groups, pad_value, input_quant, threshold, zero_value,
       weight_scaling):
-    return x.new_empty(_conv_out_shape(x, weight, stride, padding, dilation))
+    shape = _conv_out_shape(x, weight, stride, padding, dilation)
+    if _channels_last(x):
+        return x.new_empty(shape).contiguous(memory_format=torch.channels_last)
+    return x.new_empty(shape)
 
 
 def _conv_setup(ctx, inputs, output):

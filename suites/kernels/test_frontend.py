@@ -105,6 +105,9 @@ def _drive_binary() -> None:
         B.binary_conv2d(image, kernel, torch.randn(3, generator=gen), padding=padding)
         B.conv_implicit(image, kernel, stride=1, padding=padding, dilation=1, pad_value=0.0, zero_value=1.0,
                         scale=None, bias=None, out_dtype=torch.float32, fp8=False)
+        B.conv_implicit(image.contiguous(memory_format=torch.channels_last), kernel, stride=1, padding=padding,
+                        dilation=1, pad_value=0.0, zero_value=1.0, scale=None, bias=None, out_dtype=torch.float32,
+                        fp8=False, channels_last=True)
 
 
 def test_every_recorded_launch_compiles_to_triton_ir(monkeypatch):

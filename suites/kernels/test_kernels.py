@@ -283,9 +283,16 @@ def test_implicit_gemm_conv_matches_spec(data):
     zero_value = data.draw(st.sampled_from([1.0, -1.0]))
     scaling = data.draw(st.sampled_from(B.WEIGHT_SCALINGS))
     dtype = torch.float32 if fp8 else torch.float64
-    y = B.conv_implicit(x.to(dtype).to(DEVICE), w.to(dtype).to(DEVICE), zero_value=zero_value,
+    # a channels-last input (read along its channels) and output (the GEMM's rows stored as they are)
+    channels_last = data.draw(st.booleans())
+    xin = x.to(dtype).to(DEVICE)
+    if channels_last:
+        xin = xin.contiguous(memory_format=torch.channels_last)
+    y = B.conv_implicit(xin, w.to(dtype).to(DEVICE), zero_value=zero_value,
                         scale=B._weight_scale(w.to(dtype).to(DEVICE), scaling), bias=b.to(dtype).to(DEVICE),
-                        out_dtype=dtype, fp8=fp8, **kw).cpu()
+                        out_dtype=dtype, fp8=fp8, channels_last=channels_last,
+                        config=data.draw(st.sampled_from(B.CONV_CUDA)) if DEVICE == "cuda" else None, **kw).cpu()
+    assert y.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
     ref = RB.binary_conv2d(x, w.to(dtype).double(), b.to(dtype).double(), zero_value=zero_value,
                            weight_scaling=scaling, **kw)
     tol = 1e-6 if fp8 else 1e-12
