@@ -289,6 +289,43 @@ def conv():
               f" (rel err {row['max_rel_err']:.1e}); graph x{row.get('speedup_vs_cudnn_graph', 0):.2f}, channels-last"
               f" input x{row.get('speedup_cl_input_vs_cudnn', 0):.2f} eager, "
               f"x{row.get('speedup_cl_input_vs_cudnn_graph', 0):.2f} graph", flush=True)
+        try:
+            _conv_parts(row, x, x_cl, w, bias)
+        except Exception as e:  # noqa: BLE001 - keep the row
+            row["parts_error"] = repr(e)[:300]
+        print(f"conv {name} parts:", {k: round(v, 4) for k, v in row.items() if k.startswith("part_")}, flush=True)
+
+
+def _conv_parts(row: dict, x, x_cl, w, bias):
+    """The implicit-GEMM conv's launches one by one (graph replay): the input's sign pass from NCHW and from
+    channels-last ``x``, the weight's scale and signs, and the GEMM kernel alone (channels-last output, the config
+    the op chose)."""
+    from kernels import binary as B
+
+    batch, ch, side = x.shape[0], x.shape[1], x.shape[2]
+    hp = side + 2
+    m = batch * side * side
+    sb = B._sign_bytes(1.0, True)
+    xs = torch.empty((batch, hp, hp, ch), dtype=torch.int8, device="cuda")
+    ws = torch.empty((ch, 9 * ch), dtype=torch.int8, device="cuda")
+    bw, bc = min(32, 1 << (hp - 1).bit_length()), min(64, ch)
+    for key, xi in (("nchw", x), ("cl", x_cl)):
+        _try(row, f"part_sign_{key}_graph_ms", lambda xi=xi: B.K_.sign_nhwc(
+            xi.device, (batch * hp, -(-ch // bc), -(-hp // bw)), xi, xs, ch, side, side, hp, hp, 1, *xi.stride(),
+            FILL=0, BLOCK_W=bw, BLOCK_C=bc, **sb), inner=5, graph=True)
+    _try(row, "part_weight_graph_ms", lambda: (w.abs().mean(), B.K_.sign_conv_weight(
+        w.device, (-(-ch // 16), -(-(9 * ch) // 256)), w, ws, ch, ch, 9, BLOCK_R=16, BLOCK_L=256, **sb)),
+        inner=5, graph=True)
+    scale = w.abs().mean()
+    out = torch.empty_like(x_cl)
+    bm, bn, warps, stages = (row.get("conv_configs") or [B.CONV_CUDA[0]])[-1]
+    _try(row, "part_gemm_graph_ms", lambda: B.K_.conv_implicit(
+        x.device, (-(-m // bm), -(-ch // bn)), xs.view(torch.float8_e4m3fn), ws.view(torch.float8_e4m3fn), out,
+        scale, bias, m, ch, ch, side, side, hp, hp, 1, 1, SCALE_MODE=1, HAS_BIAS=True, FLOAT=True, KH=3, KW=3,
+        CL_OUT=True, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=B._conv_block_k(ch), num_warps=warps, num_stages=stages),
+        inner=5, graph=True)
+    if "part_gemm_graph_ms" in row:
+        row["part_gemm_TFLOPS"] = 2 * m * ch * 9 * ch / row["part_gemm_graph_ms"] / 1e9
 
 
 GEMV_SWEEP = [("plain", 8, 256, 4, False), ("plain", 8, 64, 4, False), ("plain", 16, 64, 4, False),
