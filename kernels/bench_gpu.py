@@ -263,8 +263,8 @@ def conv():
         finally:
             B.CONV_IMPLICIT = True
         xs64 = torch.where(x == 0, 1.0, x.sign()).double()  # sign(0) = +1 (zero_value); fp16 randn has zeros
-        ref = torch.nn.functional.conv2d(xs64, w.double().sign() * w.abs().mean().double(), bias.double(),
-                                         padding=1)
+        ws64 = torch.where(w == 0, 1.0, w.sign()).double()  # the spec signs a zero weight as zero_value (+1) too
+        ref = torch.nn.functional.conv2d(xs64, ws64 * w.abs().mean().double(), bias.double(), padding=1)
         got = B.binary_conv2d_op(x, w, bias, *opts).double()
         row["max_rel_err"] = ((got - ref).abs().max() / ref.abs().max()).item()
         got = B.binary_conv2d_op(x_cl, w, bias, *opts)
