@@ -20,7 +20,9 @@ clone's ``./run test``); every run also records the load averages it saw, which 
 ``analyse`` re-judges every run with the gate's own code (the verdict must equal the exit status recorded), counts
 the failing runs of the unchanged tree with exact Clopper-Pearson bounds, and composes detection trials: in an
 unchanged run, one subject's cases (both sides) are replaced by that subject's cases from a slowed run, and the
-result is judged by the same procedure; a trial is caught when a case of that subject is a REGRESSION.
+result is judged by the same procedure; a trial is caught when a case of that subject is a REGRESSION, and a
+miss is either "not gated" (the gate says so) or a gated subject not rejected (a silent miss); detection is
+also given per slowed run.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def _recorded_ratio_experiment():
 
 
 _SHARED = _recorded_ratio_experiment()
+from conformance.bench import ab, gate  # noqa: E402  (after ROOT is on the path)
 Load, clopper_pearson, shift_to_reject = _SHARED.Load, _SHARED.clopper_pearson, _SHARED.shift_to_reject
 
 
@@ -121,6 +124,19 @@ def composed(unchanged: dict, slowed: dict, subject: str) -> dict:
     return doc
 
 
+def trial(unchanged: dict, slowed: dict, subject: str) -> str:
+    """One detection trial: "caught" when a case of ``subject`` is a REGRESSION, NOT_GATED when none of its cases
+    was gated, else "missed". A REGRESSION of any other subject's case ends the experiment (a false alarm)."""
+    verdict = verdict_of(composed(unchanged["doc"], slowed["doc"], subject))
+    wrong = [r.id for r in verdict.rows if r.verdict == gate.REGRESSION and r.subject != subject]
+    if wrong:
+        raise SystemExit(f"a trial failed unslowed cases: {wrong}")
+    mine = [r for r in verdict.rows if r.subject == subject]
+    if any(r.verdict == gate.REGRESSION for r in mine):
+        return "caught"
+    return gate.NOT_GATED if all(r.verdict == gate.NOT_GATED for r in mine) else "missed"
+
+
 def distances(doc: dict, verdict) -> dict[str, float]:
     """Per gated case, how much slower it would have had to be for Holm's first step to reject it."""
     threshold = verdict.alpha / max(1, verdict.gated)
@@ -137,12 +153,12 @@ def mean_load(doc: dict) -> float:
     return statistics.mean(values) if values else float("nan")
 
 
+def verdict_of(doc: dict):
+    """The gate's own verdict on a recorded A/B document."""
+    return ab.judge(doc, alpha=gate.ALPHA, detect=gate.DETECT, power=gate.POWER)
+
+
 def analyse(args: argparse.Namespace) -> int:
-    from conformance.bench import ab, gate
-
-    def verdict_of(doc: dict):
-        return ab.judge(doc, alpha=gate.ALPHA, detect=gate.DETECT, power=gate.POWER)
-
     runs = load_runs(args)
     unchanged = [r for r in runs if not r["slowed"]]
     slowed = [r for r in runs if r["slowed"]]
@@ -190,25 +206,29 @@ def analyse(args: argparse.Namespace) -> int:
         subjects = sorted({subject_of(c) for r in unchanged for c in r["doc"]["entries"]})
         caught = 0
         misses: dict[str, int] = {}
+        not_gated = 0
         for _ in range(args.trials):
             base, slow, subject = rng.choice(unchanged), rng.choice(slowed), rng.choice(subjects)
-            verdict = verdict_of(composed(base["doc"], slow["doc"], subject))
-            hit = any(r.verdict == gate.REGRESSION for r in verdict.rows if r.subject == subject)
-            wrong = [r.id for r in verdict.rows if r.verdict == gate.REGRESSION and r.subject != subject]
-            if wrong:
-                raise SystemExit(f"a trial failed unslowed cases: {wrong}")
-            caught += hit
-            if not hit:
+            outcome = trial(base, slow, subject)
+            caught += outcome == "caught"
+            not_gated += outcome == gate.NOT_GATED
+            if outcome != "caught":
                 misses[subject] = misses.get(subject, 0) + 1
         lower = clopper_pearson(caught, args.trials)[0]
-        every = {}
-        for subject in subjects:
-            hits = sum(any(r.verdict == gate.REGRESSION for r in verdict_of(composed(b["doc"], s["doc"], subject)).rows
-                           if r.subject == subject) for b in unchanged[:args.exhaustive] for s in slowed)
-            every[subject] = [hits, min(args.exhaustive, len(unchanged)) * len(slowed)]
+        every: dict[str, list[int]] = {}
+        by_slowed_run = {}
+        for s in slowed:
+            outcomes = [trial(b, s, subject) for subject in subjects for b in unchanged[:args.exhaustive]]
+            for subject, outcome in zip((x for x in subjects for _ in unchanged[:args.exhaustive]), outcomes):
+                every.setdefault(subject, [0, 0])
+                every[subject][0] += outcome == "caught"
+                every[subject][1] += 1
+            by_slowed_run[s["file"]] = {"mean_load": round(mean_load(s["doc"]), 2), "pairs": len(outcomes),
+                                        "caught": outcomes.count("caught"),
+                                        "not_gated": outcomes.count(gate.NOT_GATED)}
         report["detection"] = {"trials": args.trials, "caught": caught, "lower95": round(lower, 4),
-                               "misses": misses, "every_subject": every,
-                               "slowed_runs": [r["file"] for r in slowed]}
+                               "misses": misses, "misses_not_gated": not_gated, "every_subject": every,
+                               "by_slowed_run": by_slowed_run, "slowed_runs": [r["file"] for r in slowed]}
     text = json.dumps(report, indent=1)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
@@ -223,7 +243,11 @@ def analyse(args: argparse.Namespace) -> int:
         d = report["detection"]
         total = [sum(v[0] for v in d["every_subject"].values()), sum(v[1] for v in d["every_subject"].values())]
         print(f"detection: {d['caught']} of {d['trials']} trials (95% lower bound {d['lower95']:.1%}); every subject "
-              f"against every slowed run: {total[0]} of {total[1]}; misses {d['misses']}")
+              f"against every slowed run: {total[0]} of {total[1]}; misses {d['misses']} ({d['misses_not_gated']} "
+              f"not gated)")
+        for name, row in d["by_slowed_run"].items():
+            print(f"  {name} (mean load {row['mean_load']:.2f}): {row['caught']} of {row['pairs']} caught, "
+                  f"{row['not_gated']} of the misses not gated")
     return 0
 
 
