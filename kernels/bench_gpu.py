@@ -308,13 +308,14 @@ def _conv_parts(row: dict, x, x_cl, w, bias):
     sb = B._sign_bytes(1.0, True)
     xs = torch.empty((batch, hp, hp, ch), dtype=torch.int8, device="cuda")
     ws = torch.empty((ch, 9 * ch), dtype=torch.int8, device="cuda")
-    bw, bc = min(32, 1 << (hp - 1).bit_length()), min(64, ch)
+    bw, bc = B.sign_nhwc_blocks(hp, ch, True)
+    br, bl = B.SIGN_WEIGHT_BLOCKS[True]
     for key, xi in (("nchw", x), ("cl", x_cl)):
         _try(row, f"part_sign_{key}_graph_ms", lambda xi=xi: B.K_.sign_nhwc(
             xi.device, (batch * hp, -(-ch // bc), -(-hp // bw)), xi, xs, ch, side, side, hp, hp, 1, *xi.stride(),
             FILL=0, BLOCK_W=bw, BLOCK_C=bc, **sb), inner=5, graph=True)
     _try(row, "part_weight_graph_ms", lambda: (w.abs().mean(), B.K_.sign_conv_weight(
-        w.device, (-(-ch // 16), -(-(9 * ch) // 256)), w, ws, ch, ch, 9, BLOCK_R=16, BLOCK_L=256, **sb)),
+        w.device, (-(-ch // br), -(-(9 * ch) // bl)), w, ws, ch, ch, 9, BLOCK_R=br, BLOCK_L=bl, **sb)),
         inner=5, graph=True)
     scale = w.abs().mean()
     out = torch.empty_like(x_cl)

@@ -445,15 +445,14 @@ def conv_implicit(xb: torch.Tensor, w: torch.Tensor, *, stride: int, padding: in
     fill = 0 if pad_value == 0 else signs["POS"] if pad_value > 0 else signs["NEG"]
     xs = torch.empty((n, hp, wp, c), dtype=torch.int8, device=device)
     if n * hp * wp and c:
-        block_w = min(32, 1 << (wp - 1).bit_length()) if cuda else 8
-        block_c = min(64 if cuda else 16, 1 << (c - 1).bit_length())
+        block_w, block_c = sign_nhwc_blocks(wp, c, cuda)
         K_.sign_nhwc(device, (n * hp, -(-c // block_c), -(-wp // block_w)), xk, xs, c, h, wd, hp, wp, padding,
                      *xk.stride(), FILL=fill, BLOCK_W=block_w, BLOCK_C=block_c, **signs)
     taps = kh * kw
     wk = _kernel_view(w).contiguous()
     wsign = torch.empty((cout, taps * c), dtype=torch.int8, device=device)
     if cout and c:
-        block_r, block_l = (16, 256) if cuda else (8, 32)
+        block_r, block_l = SIGN_WEIGHT_BLOCKS[cuda]
         K_.sign_conv_weight(device, (-(-cout // block_r), -(-(taps * c) // block_l)), wk, wsign, cout, c, taps,
                             BLOCK_R=block_r, BLOCK_L=block_l, **signs)
     dtype = _kernel_out_dtype(out_dtype, device)
@@ -461,7 +460,7 @@ def conv_implicit(xb: torch.Tensor, w: torch.Tensor, *, stride: int, padding: in
            if channels_last else torch.empty((n, cout, oh, ow), dtype=dtype, device=device))
     m = n * oh * ow
     if not (m and cout):
-        return out if out.dtype == out_dtype else out.to(out_dtype)
+        return out.to(out_dtype)  # itself when the dtype matches
     bias = None if bias is None else _kernel_view(bias)
     mode, scale_t = _scale_args(scale, out)
     bk = _conv_block_k(c)
@@ -483,7 +482,17 @@ def conv_implicit(xb: torch.Tensor, w: torch.Tensor, *, stride: int, padding: in
         key = (device.index, tuple(xb.shape), cout, kh, kw, stride, padding, dilation, channels_last, fp8, dtype)
         config = _CONV_TUNED.get(key) or _conv_tune(key, launch, 2.0 * m * cout * c * kh * kw, cout)
     launch(config)
-    return out if out.dtype == out_dtype else out.to(out_dtype)
+    return out.to(out_dtype)  # itself when the dtype matches
+
+
+#: the conv weight's sign pass (``sign_conv_weight_kernel``): (BLOCK_R, BLOCK_L), on the CPU [False] and CUDA [True]
+SIGN_WEIGHT_BLOCKS = {False: (8, 32), True: (16, 256)}
+
+
+def sign_nhwc_blocks(wp: int, c: int, cuda: bool) -> tuple[int, int]:
+    """``sign_nhwc_kernel``'s (BLOCK_W, BLOCK_C) for a padded row of ``wp`` pixels and ``c`` channels."""
+    block_w = min(32, 1 << (wp - 1).bit_length()) if cuda else 8
+    return block_w, min(64 if cuda else 16, 1 << (c - 1).bit_length())
 
 
 #: problem -> the fastest of CONV_CUDA's configs, as timed on its first call (see CONV_CUDA)
