@@ -217,12 +217,15 @@ def analyse(args: argparse.Namespace) -> int:
         lower = clopper_pearson(caught, args.trials)[0]
         every: dict[str, list[int]] = {}
         by_slowed_run = {}
+        pairs = [(subject, b) for subject in subjects for b in unchanged[:args.exhaustive]]
         for s in slowed:
-            outcomes = [trial(b, s, subject) for subject in subjects for b in unchanged[:args.exhaustive]]
-            for subject, outcome in zip((x for x in subjects for _ in unchanged[:args.exhaustive]), outcomes):
-                every.setdefault(subject, [0, 0])
-                every[subject][0] += outcome == "caught"
-                every[subject][1] += 1
+            outcomes = []
+            for subject, b in pairs:
+                outcome = trial(b, s, subject)
+                outcomes.append(outcome)
+                tally = every.setdefault(subject, [0, 0])
+                tally[0] += outcome == "caught"
+                tally[1] += 1
             by_slowed_run[s["file"]] = {"mean_load": round(mean_load(s["doc"]), 2), "pairs": len(outcomes),
                                         "caught": outcomes.count("caught"),
                                         "not_gated": outcomes.count(gate.NOT_GATED)}
