@@ -471,6 +471,27 @@ def test_float32_cells_compute_without_tf32_cpu_vs_cuda_included():
     assert "allow_tf32" not in inspect.getsource(devices)
 
 
+def test_the_cache_directory_is_resolved_in_one_place(tmp_path, monkeypatch):
+    """The suite's processes and the benchmark gate's baseline cache agree on the cache directory: the variable when
+    set (made absolute, so a subprocess with another working directory finds it), the default when unset or empty."""
+    from conformance.bench import ab
+    from conformance.core.settings import cache_dir
+
+    monkeypatch.chdir(tmp_path)
+    default = tmp_path / ".cache" / "conformance"
+    for value in (None, ""):
+        if value is None:
+            monkeypatch.delenv("CONFORMANCE_CACHE_DIR", raising=False)
+        else:
+            monkeypatch.setenv("CONFORMANCE_CACHE_DIR", value)
+        assert cache_dir() == default.resolve()
+        assert ab.default_cache() == default.resolve() / "bench-baseline"
+    assert cache_dir(tmp_path / "root") == (tmp_path / "root" / ".cache" / "conformance").resolve()
+    monkeypatch.setenv("CONFORMANCE_CACHE_DIR", "relative/here")
+    assert cache_dir(tmp_path / "root") == (tmp_path / "relative" / "here").resolve()
+    assert ab.default_cache() == (tmp_path / "relative" / "here" / "bench-baseline").resolve()
+
+
 def test_a_gpu_record_is_not_hidden_by_a_later_skip_for_want_of_a_gpu():
     from conformance.records.io import NO_DEVICE, latest_by_cell
 

@@ -36,6 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..core.settings import cache_dir
 from . import stats
 from .gate import MISSING, NEW, NOT_GATED, OK, FASTER, REGRESSION, Row, _labels
 from .rounds import combine, new_session, positive_number, record_round, round_command, run_rounds
@@ -118,13 +119,8 @@ def baseline_code(commit: str, cache: Path, root: Path | None = None) -> Path:
     return target
 
 
-def cache_root() -> Path:
-    """The suite's cache directory (``CONFORMANCE_CACHE_DIR``, else ``.cache/conformance`` here), absolute."""
-    return Path(os.environ.get("CONFORMANCE_CACHE_DIR") or Path.cwd() / ".cache" / "conformance").resolve()
-
-
 def default_cache() -> Path:
-    return cache_root() / "bench-baseline"
+    return cache_dir() / "bench-baseline"
 
 
 def tree_commit(root: Path | None = None) -> str | None:
@@ -181,7 +177,7 @@ def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, 
             checkpoint(document())
 
     # each side's own code first on the path: -m puts the working directory there
-    env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(cache_root())}
+    env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(cache_dir())}
     with tempfile.TemporaryDirectory(prefix="conformance-bench-ab-") as tmp:
         tasks = []
         for i in range(rounds):  # ABBA: pair i starts the tree first when i is even, the baseline first when odd

@@ -58,16 +58,23 @@ def hard_limit_s(limit: float) -> float:
 _CONFIGURED = False
 
 
+def cache_dir(root: Path | None = None) -> Path:
+    """The suite's cache directory, absolute: ``CONFORMANCE_CACHE_DIR`` when set and not empty, else
+    ``<root or cwd>/.cache/conformance``."""
+    chosen = os.environ.get("CONFORMANCE_CACHE_DIR") or Path(root or Path.cwd()) / ".cache" / "conformance"
+    return Path(chosen).resolve()
+
+
 def configure_process(cache_root: Path | None = None) -> None:
     """One torch thread per process (xdist oversubscription is a 10-50x slowdown; strict tolerances need a fixed
-    reduction order) and compile caches in a known directory (``CONFORMANCE_CACHE_DIR``, default
-    ``<cache_root or cwd>/.cache/conformance``), kept between runs. Done once per process, before its first cell."""
+    reduction order) and compile caches in a known directory (:func:`cache_dir`), kept between runs. Done once per
+    process, before its first cell."""
     global _CONFIGURED
     if _CONFIGURED:
         return
     _CONFIGURED = True
-    default = Path(cache_root or Path.cwd()) / ".cache" / "conformance"
-    cache = Path(os.environ.setdefault("CONFORMANCE_CACHE_DIR", str(default)))
+    cache = cache_dir(cache_root)
+    os.environ["CONFORMANCE_CACHE_DIR"] = str(cache)
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
     os.environ.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
     os.environ.setdefault("OMP_NUM_THREADS", "1")
