@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -364,5 +365,12 @@ def report(verdict, summary: str, remedy: str = "on a machine the baseline lacks
     return 1 if verdict.failed else 0
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM (a cancelled CI job, ``timeout``) ends a run as Ctrl-C does: its rounds are stopped and its temporary
+    folder removed; what it wrote to its file so far stays."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 if __name__ == "__main__":
+    stop_on_sigterm()
     sys.exit(main())

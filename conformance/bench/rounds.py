@@ -127,6 +127,22 @@ def run_rounds(tasks: Sequence[tuple[object, list[str], Path | None]], *, jobs: 
     called as each ends, with the loaded document, or None and a one-line error (exit status and the log's tail)."""
     pending = list(tasks)
     running: dict[object, tuple[subprocess.Popen, float, Path, object]] = {}
+    try:
+        _run(pending, running, jobs=jobs, folder=folder, finished=finished, env=env)
+    finally:  # stopped (Ctrl-C, SIGTERM, an error): no round outlives the run, none holds a file in its folder
+        for process, _, _, _ in running.values():
+            process.terminate()
+        for process, _, _, log in running.values():
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.close()
+
+
+def _run(pending: list, running: dict, *, jobs: int, folder: Path, finished: Callable, env: dict | None) -> None:
+    """:func:`run_rounds`' loop: moves tasks from ``pending`` through ``running`` (which its caller cleans up)."""
     n = 0
     while pending or running:
         while pending and len(running) < jobs:

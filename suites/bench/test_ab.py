@@ -286,6 +286,43 @@ def test_the_tree_measured_beside_a_commit_catches_a_slowed_subject(tmp_path):
 
 
 @needs_git
+def test_a_gate_stopped_by_sigterm_stops_its_rounds_and_removes_its_folder(tmp_path):
+    """SIGTERM to the gate alone (a cancelled CI job, ``timeout``) ends it as Ctrl-C would: its round processes
+    end with it and its temporary folder of rounds is removed, where the default action left both behind."""
+    pytest.importorskip("snntorch")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = subprocess.Popen([sys.executable, "-m", "conformance.bench", "gate", "--against", "HEAD",
+                                "--rounds", "50", "--jobs", "2", "--cases", CHEAP[0], "--sample-s", "0.002",
+                                "--no-memory", "--quiet", "--out", str(tmp_path / "gate.json")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               env={**os.environ, "CONFORMANCE_CACHE_DIR": str(tmp_path), "TMPDIR": str(scratch)})
+    try:
+        deadline = time.monotonic() + 120
+        while not list(scratch.glob("conformance-bench-ab-*/round-*.log")) and time.monotonic() < deadline:
+            assert process.poll() is None, process.stderr.read()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the gate waited for its rounds; nothing of its group is left
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("a round outlived the gate")
+        assert not list(scratch.glob("conformance-bench-ab-*"))
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+
+@needs_git
 def test_a_gate_stopped_by_a_time_limit_keeps_the_rounds_of_both_sides(tmp_path):
     """The gate writes its file after every round once both sides have one: killed for real after that, the file
     holds the rounds of both sides measured so far, and ``gate --results`` can read it."""
