@@ -331,8 +331,9 @@ def test_a_gate_stopped_by_a_time_limit_keeps_the_rounds_of_both_sides(tmp_path)
     process = subprocess.Popen([sys.executable, "-m", "conformance.bench", "gate", "--against", "HEAD",
                                 "--rounds", "50", "--jobs", "1", "--cases", CHEAP[0], "--sample-s", "0.002",
                                 "--no-memory", "--quiet", "--out", str(out)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True, env={**os.environ, "CONFORMANCE_CACHE_DIR": str(tmp_path)})
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                               env={**os.environ, "CONFORMANCE_CACHE_DIR": str(tmp_path),
+                                    "TMPDIR": str(tmp_path)})  # SIGKILL leaves its round folder
     try:
         deadline = time.monotonic() + 120
         while not out.exists() and process.poll() is None and time.monotonic() < deadline:

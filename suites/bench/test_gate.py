@@ -567,7 +567,8 @@ def test_a_run_stopped_by_a_time_limit_keeps_the_rounds_it_finished(tmp_path):
     out = tmp_path / "partial.json"
     process = subprocess.Popen([sys.executable, "-m", "conformance.bench", "run", "--out", str(out), "--rounds", "50",
                                 "--jobs", "1", "--cases", CHEAP[0], "--sample-s", "0.002", "--no-memory", "--quiet"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                               env={**os.environ, "TMPDIR": str(tmp_path)})  # SIGKILL leaves its round folder
     try:
         deadline = time.monotonic() + 120
         while not out.exists() and process.poll() is None and time.monotonic() < deadline:
