@@ -7,12 +7,14 @@ Two ways to sign once *and* overlap, measured side by side with cuBLAS fp16 and 
 - ``side``: one persistent TMA fp8 GEMM (row-major tile order) that signs ``x`` itself. A prologue signs the row
   blocks the first wave of tiles needs; every K step of every tile then signs ``SUB`` more elements of later row
   blocks (loaded one step ahead, stored as e4m3 bytes) while the tensor cores run the step's MMA. Each signed piece
-  bumps its row block's counter (all threads fence, CTA barrier, one release atomic); a tile spins (acquire, then a
-  generic-to-async proxy fence) until its row block's counter is full before its TMA loads read the signs. The last
-  program to finish zeroes the counters for the next call. ``SYNC=0`` drops the counters (timing only).
+  bumps its row block's counter (every thread fences its stores, one lane per warp adds with release semantics); a
+  tile's TMA loads wait (acquire polls, then a generic-to-async proxy fence) until its row block's counter is full.
+  The last program to finish zeroes the counters for the next call. ``SYNC=0`` drops the counters (timing only:
+  its result is wrong).
 - ``streams``: ``sign_rows`` of row chunk ``i + 1`` on a second stream while cuBLASLt multiplies chunk ``i``.
 
-    OUT=dir python -m kernels.gemm_explore.side_sign     # writes dir/side-sign.json (GEMM_SIDE_S caps it)
+    OUT=dir python -m kernels.gemm_explore.side_sign     # writes dir/side-sign.json (GEMM_SIDE_S caps it;
+                                                         # GEMM_SIDE_STREAMS=0 skips the two-stream chain)
 """
 import json
 import os
@@ -29,6 +31,7 @@ from kernels.bench_gpu import _time  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
 BUDGET_S = float(os.environ.get("GEMM_SIDE_S", "240"))
+STREAMS = os.environ.get("GEMM_SIDE_STREAMS", "1") != "0"  # 0: skip the two-stream chain
 E4M3_PLUS, E4M3_MINUS = 56, -72  # 0x38, 0xB8 as int8: +1 and -1 (sign(0) = +1, the layer's zero_value)
 res: dict = {"env": {}, "rows": []}
 
@@ -270,11 +273,11 @@ def rel_err(got, ref):
 
 SIDE_VARIANTS = [  # (name, cfg (BM, BN, BK, SUB, warps, stages), side, sync, grouped)
     ("presigned_row", (128, 256, 128, 2048, 8, 3), 0, 0, 0),
-    ("presigned_grouped", (128, 256, 128, 2048, 8, 3), 0, 0, 1),
     ("side_row_sub2048", (128, 256, 128, 2048, 8, 3), 1, 1, 0),
+    ("presigned_grouped", (128, 256, 128, 2048, 8, 3), 0, 0, 1),
     ("side_grouped_sub2048", (128, 256, 128, 2048, 8, 3), 1, 1, 1),
-    ("side_row_sub4096", (128, 256, 128, 4096, 8, 3), 1, 1, 0),
     ("side_row_nosync", (128, 256, 128, 2048, 8, 3), 1, 0, 0),
+    ("side_row_sub4096", (128, 256, 128, 4096, 8, 3), 1, 1, 0),
     ("side_grouped_sub4096", (128, 256, 128, 4096, 8, 3), 1, 1, 1),
 ]
 
@@ -309,7 +312,7 @@ def main():
         row["sign_rows_graph"] = t(lambda: B.sign_rows(x, 1.0))
         print(size, row, flush=True)
         save()
-        for chunks in (2, 4, 8) if size == 4096 else (4,):
+        for chunks in ((2, 4, 8) if size == 4096 else (4,)) if STREAMS else ():
             try:
                 row[f"streams{chunks}_err"] = rel_err(streams(x, w8, scale, bias, chunks, side_stream), refs[0])
                 row[f"streams{chunks}_graph"] = t(lambda c=chunks: streams(x, w8, scale, bias, c, side_stream))
