@@ -32,6 +32,7 @@ from kernels.bench_gpu import _time  # noqa: E402
 OUT = os.environ.get("OUT", "/tmp")
 BUDGET_S = float(os.environ.get("GEMM_SIDE_S", "240"))
 STREAMS = os.environ.get("GEMM_SIDE_STREAMS", "1") != "0"  # 0: skip the two-stream chain
+ONLY = [v for v in os.environ.get("GEMM_SIDE_ONLY", "").split(",") if v]  # these variants only (names below)
 E4M3_PLUS, E4M3_MINUS = 56, -72  # 0x38, 0xB8 as int8: +1 and -1 (sign(0) = +1, the layer's zero_value)
 res: dict = {"env": {}, "rows": []}
 
@@ -310,6 +311,13 @@ def main():
         row["chain_graph"] = t(lambda: B.fp8_matmul(B.sign_rows(x, 1.0), w8, **opts))
         row["chain_eager"] = t(lambda: B.fp8_matmul(B.sign_rows(x, 1.0), w8, **opts), graph=False)
         row["sign_rows_graph"] = t(lambda: B.sign_rows(x, 1.0))
+        grouped_cfg = (128, 256, 128, 2048, 8, 3)  # the chain on our grouped persistent GEMM instead of cuBLASLt
+        row["chain_ours_err"] = rel_err(side_sign(x, w8, scale, bias, grouped_cfg, sms, side=0, sync=0, grouped=1,
+                                                  xs=B.sign_rows(x, 1.0)), refs[0])
+        row["chain_ours_graph"] = t(lambda: side_sign(x, w8, scale, bias, grouped_cfg, sms, side=0, sync=0, grouped=1,
+                                                      xs=B.sign_rows(x, 1.0)))
+        row["chain_ours_eager"] = t(lambda: side_sign(x, w8, scale, bias, grouped_cfg, sms, side=0, sync=0, grouped=1,
+                                                      xs=B.sign_rows(x, 1.0)), graph=False)
         print(size, row, flush=True)
         save()
         for chunks in ((2, 4, 8) if size == 4096 else (4,)) if STREAMS else ():
@@ -323,6 +331,8 @@ def main():
             print(size, chunks, {kk: v for kk, v in row.items() if kk.startswith(f"streams{chunks}")}, flush=True)
             save()
         for name, cfg, side, sync, grouped in SIDE_VARIANTS if size == 4096 else SIDE_VARIANTS[:4]:
+            if ONLY and name not in ONLY:
+                continue
             if time.time() - started > BUDGET_S:
                 row["stopped"] = "budget"
                 break
