@@ -27,7 +27,7 @@ import triton.language as tl
 
 sys.path.insert(0, os.getcwd())
 from kernels import binary as B  # noqa: E402
-from kernels.bench_gpu import _time  # noqa: E402
+from kernels.gemm_explore.explore import _alloc, t  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
 BUDGET_S = float(os.environ.get("GEMM_SIDE_S", "240"))
@@ -250,17 +250,6 @@ def streams(x, w8, scale, bias, chunks, side_stream):
                          out_dtype=torch.float16, use_fast_accum=fast, out=out[i * rows:(i + 1) * rows])
     cur.wait_stream(side_stream)
     return out
-
-
-def _alloc(size: int, alignment: int, stream):
-    return torch.empty(size, dtype=torch.int8, device="cuda")
-
-
-def t(fn, graph=True):
-    try:
-        return round(_time(fn, inner=5, graph=graph), 5)
-    except Exception as e:  # noqa: BLE001
-        return repr(e)[:300]
 
 
 def save():
