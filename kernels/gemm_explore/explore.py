@@ -12,6 +12,8 @@ Each in CUDA-graph replay (GPU time) and eagerly (with the host's launch time), 
 
     OUT=dir python -m kernels.gemm_explore.explore      # writes dir/gemm-explore.json
     GEMM_EXPLORE_MODE=tma ...                           # the TMA kernel only: presigned x, two ways of signing
+    GEMM_EXPLORE_MODE=ws python -m kernels.gemm_explore.explore   # no GPU needed: compile the TMA kernel for sm_90
+                                                        # with Triton's warp specialization, say where signing goes
 """
 import json
 import os
@@ -28,7 +30,7 @@ from kernels.bench_gpu import _time  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
 BUDGET_S = float(os.environ.get("GEMM_EXPLORE_S", "240"))
-MODE = os.environ.get("GEMM_EXPLORE_MODE", "all")  # "tma": the persistent TMA kernel's configs and sign variants
+MODE = os.environ.get("GEMM_EXPLORE_MODE", "all")  # "tma": the TMA kernel's configs and sign variants; "ws"
 res: dict = {"env": {}, "rows": []}
 
 
@@ -69,7 +71,8 @@ def fused_sign_gemm_kernel(x_ptr, w_ptr, out_ptr, scale_ptr, bias_ptr, M, N, K, 
 @triton.jit
 def fused_sign_gemm_tma_kernel(x_ptr, w_ptr, out_ptr, scale_ptr, bias_ptr, M, N, K, SIGN_X: tl.constexpr,
                                ZERO: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                               GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+                               GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, WS: tl.constexpr = False,
+                               FLATTEN: tl.constexpr = True):
     """:func:`fused_sign_gemm_kernel` through tensor descriptors (TMA loads, K-major both), persistent: each
     program walks the output tiles ``pid, pid + NUM_SMS, ...`` in grouped order. ``SIGN_X`` 0: ``x`` already e4m3;
     1: signed by comparisons; 2: by bit operations on the float16 pattern."""
@@ -80,7 +83,7 @@ def fused_sign_gemm_tma_kernel(x_ptr, w_ptr, out_ptr, scale_ptr, bias_ptr, M, N,
     grid_n = tl.cdiv(N, BLOCK_N)
     tiles = grid_m * grid_n
     scale = tl.load(scale_ptr)
-    for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=True):
+    for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=FLATTEN, warp_specialize=WS):
         group = tile // (GROUP_M * grid_n)
         first_m = group * GROUP_M
         size_m = tl.minimum(grid_m - first_m, GROUP_M)
@@ -231,5 +234,31 @@ def main():
     save()
 
 
+def warp_specialization_on_sm90():
+    """Compile :func:`fused_sign_gemm_tma_kernel` for sm_90 (on any machine: Triton's front end and ptxas) with
+    ``warp_specialize=True`` and print, per variant, whether Triton split it into partitions and which partition
+    signs ``x`` (the one with the comparisons) and which runs the MMA."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    fn = fused_sign_gemm_tma_kernel
+    for sign, flatten, warps in ((1, True, 8), (1, False, 8), (0, False, 4), (1, False, 4)):
+        consts = dict(SIGN_X=sign, ZERO=1.0, BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=8, NUM_SMS=132, WS=True,
+                      FLATTEN=flatten)
+        sig = {"x_ptr": "*fp16" if sign else "*fp8e4nv", "w_ptr": "*fp8e4nv", "out_ptr": "*fp16",
+               "scale_ptr": "*fp32", "bias_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+               **{name: "constexpr" for name in consts}}
+        src = ASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
+        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": 3})
+        ttgir = compiled.asm["ttgir"]
+        parts = ttgir.split("\n    partition")
+        where = {"sign": [i for i, part in enumerate(parts) if "arith.cmpf" in part],
+                 "mma": [i for i, part in enumerate(parts) if "ttng.warp_group_dot " in part],
+                 "tma_loads": [i for i, part in enumerate(parts) if "async_tma_copy_global_to_local" in part]}
+        print(f"SIGN_X={sign} flatten={flatten} num_warps={warps}: specialized={'ttg.warp_specialize(' in ttgir}, "
+              f"{len(parts)} region(s) (0 = default), {where}, shared memory {compiled.metadata.shared} bytes",
+              flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    warp_specialization_on_sm90() if MODE == "ws" else main()
