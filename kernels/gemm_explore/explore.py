@@ -148,6 +148,11 @@ def t(fn, graph=True):
         return repr(e)[:300]
 
 
+def rel_err(got, ref):
+    """The largest difference from the float64 reference, relative to its largest value."""
+    return ((got.double() - ref).abs().max() / ref.abs().max()).item()
+
+
 def save():
     with open(os.path.join(OUT, "gemm-explore.json"), "w") as handle:
         json.dump(res, handle, indent=1)
@@ -190,7 +195,7 @@ def main():
                     src = a8 if sign == 0 else x
                     try:
                         got = fused_tma(src, w8, scale, bias, cfg, sms, sign)
-                        row[f"{name}_{key}_err"] = ((got.double() - ref).abs().max() / ref.abs().max()).item()
+                        row[f"{name}_{key}_err"] = rel_err(got, ref)
                         row[f"{name}_{key}_graph"] = t(lambda cfg=cfg, src=src, sign=sign: fused_tma(
                             src, w8, scale, bias, cfg, sms, sign))
                         if sign:
@@ -207,7 +212,7 @@ def main():
             key = "x".join(map(str, cfg[:3])) + f"_{cfg[3]}w{cfg[4]}s"
             try:
                 got = fused(x, w8, scale, bias, cfg)
-                row[f"fused_{key}_err"] = ((got.double() - ref).abs().max() / ref.abs().max()).item()
+                row[f"fused_{key}_err"] = rel_err(got, ref)
             except Exception as e:  # noqa: BLE001
                 row[f"fused_{key}_error"] = repr(e)[:300]
                 continue
@@ -216,7 +221,7 @@ def main():
             row[f"presigned_{key}_graph"] = t(lambda cfg=cfg: fused(a8, w8, scale, bias, cfg, sign=False))
             try:
                 got = fused_tma(x, w8, scale, bias, cfg, sms)
-                row[f"tma_{key}_err"] = ((got.double() - ref).abs().max() / ref.abs().max()).item()
+                row[f"tma_{key}_err"] = rel_err(got, ref)
                 row[f"tma_{key}_graph"] = t(lambda cfg=cfg: fused_tma(x, w8, scale, bias, cfg, sms))
             except Exception as e:  # noqa: BLE001
                 row[f"tma_{key}_error"] = repr(e)[:300]

@@ -16,6 +16,7 @@ Two ways to sign once *and* overlap, measured side by side with cuBLAS fp16 and 
     OUT=dir python -m kernels.gemm_explore.side_sign     # writes dir/side-sign.json (GEMM_SIDE_S caps it;
                                                          # GEMM_SIDE_STREAMS=0 skips the two-stream chain)
 """
+import functools
 import json
 import os
 import sys
@@ -27,7 +28,7 @@ import triton.language as tl
 
 sys.path.insert(0, os.getcwd())
 from kernels import binary as B  # noqa: E402
-from kernels.gemm_explore.explore import _alloc, t  # noqa: E402
+from kernels.gemm_explore.explore import _alloc, rel_err, t  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
 BUDGET_S = float(os.environ.get("GEMM_SIDE_S", "240"))
@@ -179,14 +180,16 @@ _COUNTERS: dict = {}
 def tile_coords(tile, grid_m, grid_n, grouped):
     """:func:`_tile_coords` on the host."""
     if grouped:
-        group, first_m = tile // (8 * grid_n), (tile // (8 * grid_n)) * 8
+        first_m = tile // (8 * grid_n) * 8
         size_m = min(grid_m - first_m, 8)
         return first_m + (tile % (8 * grid_n)) % size_m, (tile % (8 * grid_n)) // size_m
     return tile // grid_n, tile % grid_n
 
 
+@functools.lru_cache(maxsize=None)
 def schedule(m, n, k, cfg, progs, grouped, ahead):
-    """The prologue's row blocks, and whether every wait is met by signing done before it (no deadlock)."""
+    """The prologue's row blocks, and whether every wait is met by signing done before it (no deadlock); a Python
+    loop over the tiles, so once per shape, not on every launch."""
     bm, bn, bk, sub = cfg[:4]
     grid_m, grid_n = m // bm, -(-n // bn)
     tiles, ksteps = grid_m * grid_n, k // bk
@@ -255,10 +258,6 @@ def streams(x, w8, scale, bias, chunks, side_stream):
 def save():
     with open(os.path.join(OUT, "side-sign.json"), "w") as handle:
         json.dump(res, handle, indent=1)
-
-
-def rel_err(got, ref):
-    return ((got.double() - ref).abs().max() / ref.abs().max()).item()
 
 
 SIDE_VARIANTS = [  # (name, cfg (BM, BN, BK, SUB, warps, stages), side, sync, grouped)
