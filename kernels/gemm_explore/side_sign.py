@@ -55,7 +55,7 @@ _SIGNAL_ASM = tl.constexpr("""{
     SIGNAL_DONE:
     mov.b32 $0, 0;
     }""")
-_WAIT_ASM = tl.constexpr("""{
+_WAIT_PTX = """{
     .reg .pred p;
     .reg .b32 spins;
     mov.b32 $0, 0;
@@ -65,7 +65,7 @@ _WAIT_ASM = tl.constexpr("""{
     WAIT_SPIN:
     ld.acquire.gpu.global.b32 $0, [$1];
     setp.ge.s32 p, $0, $2;
-    @p bra WAIT_FENCE;
+    @p bra WAIT_FENCE;%s
     add.s32 spins, spins, 1;
     setp.lt.s32 p, spins, %d;
     @p bra WAIT_SPIN;
@@ -73,7 +73,9 @@ _WAIT_ASM = tl.constexpr("""{
     fence.proxy.async.global;
     WAIT_DONE:
     add.s32 $0, $0, 0;
-    }""" % (1 << 20))  # at most 2^20 polls (~0.5 s), then on: a wrong result, never a hang
+    }"""
+_WAIT_ASM = tl.constexpr(_WAIT_PTX % ("", 1 << 20))  # at most 2^20 polls (~0.5 s), then on: wrong, never a hang
+_WAIT_SLEEP_ASM = tl.constexpr(_WAIT_PTX % ("\n    nanosleep.u32 200;", 1 << 18))  # 2^18 polls of >= 0.2 us
 
 
 @triton.jit
@@ -82,6 +84,13 @@ def _signal(counter_ptr, on):
     warp adds 1 to ``*counter_ptr`` with release semantics after the warp's barrier: the counter counts warps."""
     return tl.inline_asm_elementwise(_SIGNAL_ASM, "=r,l,r", [counter_ptr, on], dtype=tl.int32, is_pure=False,
                                      pack=1)
+
+
+@triton.jit
+def _wait_sleep(counter_ptr, target, on):
+    """:func:`_wait`, sleeping about 0.2 us between polls (fewer loads of one line while another kernel signs)."""
+    return tl.inline_asm_elementwise(_WAIT_SLEEP_ASM, "=r,l,r,r", [counter_ptr, target, on], dtype=tl.int32,
+                                     is_pure=False, pack=1)
 
 
 @triton.jit
@@ -104,15 +113,18 @@ def _tile_coords(tile, grid_m, grid_n, GROUPED: tl.constexpr):
 
 @triton.jit
 def side_sign_gemm_kernel(x_ptr, xb_ptr, xs_ptr, w_ptr, out_ptr, scale_ptr, bias_ptr, flags_ptr, done_ptr,
-                          M, N, K, FIRST_BLOCKS, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                          M, N, K, FIRST_BLOCKS, TARGET, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                           BLOCK_K: tl.constexpr, SUB: tl.constexpr, SIDE: tl.constexpr, SYNC: tl.constexpr,
-                          GROUPED: tl.constexpr, AHEAD: tl.constexpr,
-                          NUM_WARPS: tl.constexpr):
+                          GROUPED: tl.constexpr, AHEAD: tl.constexpr, NUM_WARPS: tl.constexpr,
+                          KQ: tl.constexpr = 1):
     """``out = scale * sign(x) @ w.T + bias``; ``x [M, K]`` float16 contiguous, signed into ``xs`` (e4m3, the same
-    bytes as ``xb``) by this launch when ``SIDE`` (else ``xs`` already holds the signs); ``M % BLOCK_M == 0``,
-    ``BLOCK_M * K % SUB == 0``, ``K % BLOCK_K == 0``. Row block ``r``'s counter reaches ``pieces * warps`` once
-    it is signed; a tile's wait for the row block of its program's next tile sits ``AHEAD`` K steps before that
-    tile's first step (more than the pipeline's depth, so no TMA load of it is in flight earlier)."""
+    bytes as ``xb``) by this launch when ``SIDE`` (else ``xs`` holds the signs, or with ``SYNC`` another kernel
+    writes them meanwhile: ``coresident.py``); ``M % BLOCK_M == 0``, ``BLOCK_M * K % SUB == 0``,
+    ``K % BLOCK_K == 0``. Row block ``r``'s counter reaches ``TARGET`` (pieces * warps) once it is signed; a tile's
+    wait for the row block of its program's next tile sits ``AHEAD`` K steps before that tile's first step (more
+    than the pipeline's depth, so no TMA load of it is in flight earlier). ``KQ > 1`` (only without ``SIDE``): a
+    counter for each of a row block's ``KQ`` parts of ``K / KQ`` columns (``r * KQ + q``), each waited for
+    ``AHEAD`` K steps before the first step that reads it."""
     pid = tl.program_id(0)
     progs = tl.num_programs(0)
     xs_desc = tl.make_tensor_descriptor(xs_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
@@ -124,7 +136,6 @@ def side_sign_gemm_kernel(x_ptr, xb_ptr, xs_ptr, w_ptr, out_ptr, scale_ptr, bias
     ksteps = K // BLOCK_K
     scale = tl.load(scale_ptr)
     per_block = BLOCK_M * K // SUB  # pieces of SUB elements in one row block
-    target = per_block * NUM_WARPS
     total = grid_m * per_block
     first = FIRST_BLOCKS * per_block
     offs = tl.arange(0, SUB)
@@ -134,9 +145,13 @@ def side_sign_gemm_kernel(x_ptr, xb_ptr, xs_ptr, w_ptr, out_ptr, scale_ptr, bias
             tl.store(xb_ptr + j * SUB + offs, tl.where(v < 0, E4M3_MINUS_C, E4M3_PLUS_C).to(tl.int8))
             if SYNC:
                 _signal(flags_ptr + j // per_block, 1)
-        if SYNC:
-            pm0, _ = _tile_coords(pid, grid_m, grid_n, GROUPED)
-            _wait(flags_ptr + pm0, target, 1)
+    if SYNC:
+        pm0, _ = _tile_coords(pid, grid_m, grid_n, GROUPED)
+        for q in range(0, (AHEAD - 1) // (ksteps // KQ) + 1):  # the parts the first AHEAD steps read
+            if SIDE:
+                _wait(flags_ptr + pm0 * KQ + q, TARGET, 1)
+            else:
+                _wait_sleep(flags_ptr + pm0 * KQ + q, TARGET, 1)
     step = 0
     nxt = tl.zeros((SUB,), dtype=tl.float16)
     if SIDE:
@@ -156,21 +171,29 @@ def side_sign_gemm_kernel(x_ptr, xb_ptr, xs_ptr, w_ptr, out_ptr, scale_ptr, bias
                          mask=j * SUB + offs < total * SUB)
                 if SYNC:
                     _signal(flags_ptr + tl.minimum(j // per_block, grid_m - 1), (j < total).to(tl.int32))
-                    wait_now = (kk == ksteps - AHEAD) & (tile + progs < tiles)
-                    _wait(flags_ptr + tl.minimum(next_m, grid_m - 1), target, wait_now.to(tl.int32))
                 step += 1
                 jn = j + progs
                 nxt = tl.load(x_ptr + jn * SUB + offs, mask=jn * SUB + offs < total * SUB, other=0.0)
+            if SYNC:
+                k_at = kk + AHEAD  # the step AHEAD on: of this tile or, past its last, of the next one
+                later = k_at >= ksteps
+                k_at = tl.where(later, k_at - ksteps, k_at)
+                m_at = tl.minimum(tl.where(later, next_m, pid_m), grid_m - 1)
+                wait_now = (k_at % (ksteps // KQ) == 0) & ((tile + progs < tiles) | (later == 0))
+                if SIDE:
+                    _wait(flags_ptr + m_at * KQ + k_at // (ksteps // KQ), TARGET, wait_now.to(tl.int32))
+                else:
+                    _wait_sleep(flags_ptr + m_at * KQ + k_at // (ksteps // KQ), TARGET, wait_now.to(tl.int32))
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         y = acc * scale + tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
         o_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], y.to(tl.float16))
-    if SIDE and SYNC:  # the last program out zeroes the counters for the next launch
+    if SYNC:  # the last program out zeroes the counters for the next launch (every row block was waited for)
         tl.debug_barrier()
         old = tl.atomic_add(done_ptr, 1, sem="acq_rel", scope="gpu")
         if old == progs - 1:
-            for r0 in range(0, grid_m, 256):
+            for r0 in range(0, grid_m * KQ, 256):
                 rows = r0 + tl.arange(0, 256)
-                tl.store(flags_ptr + rows, tl.zeros((256,), dtype=tl.int32), mask=rows < grid_m)
+                tl.store(flags_ptr + rows, tl.zeros((256,), dtype=tl.int32), mask=rows < grid_m * KQ)
             tl.store(done_ptr, 0)
 
 
@@ -224,9 +247,9 @@ def side_sign(x, w8, scale, bias, cfg, sms, *, side=1, sync=1, grouped=0, ahead=
         xs = torch.empty((m, k), dtype=torch.float8_e4m3fn, device=x.device)
     out = torch.empty((m, n), dtype=torch.float16, device=x.device)
     side_sign_gemm_kernel[(progs,)](x, xs.view(torch.int8), xs, w8, out, scale, bias, counters, counters[grid_m:],
-                                    m, n, k, first_blocks, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SUB=sub, SIDE=side,
-                                    SYNC=sync, GROUPED=grouped, AHEAD=ahead, NUM_WARPS=warps, num_warps=warps,
-                                    num_stages=stages)
+                                    m, n, k, first_blocks, (bm * k // sub) * warps, BLOCK_M=bm, BLOCK_N=bn,
+                                    BLOCK_K=bk, SUB=sub, SIDE=side, SYNC=sync, GROUPED=grouped, AHEAD=ahead,
+                                    NUM_WARPS=warps, num_warps=warps, num_stages=stages)
     return out
 
 
