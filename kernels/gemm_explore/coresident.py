@@ -36,18 +36,19 @@ res: dict = {"env": {}, "rows": []}
 
 
 @triton.jit
-def sign_pieces_kernel(x_ptr, xb_ptr, flags_ptr, grid_m, K, SUB: tl.constexpr, COLS: tl.constexpr,
+def sign_pieces_kernel(x_ptr, xb_ptr, flags_ptr, grid_m, K, COLS, ROWS: tl.constexpr, SEG: tl.constexpr,
                        BLOCK_M: tl.constexpr, KQ: tl.constexpr, EVICT: tl.constexpr):
     """``xb = sign(x)`` as e4m3 bytes (``x [grid_m * BLOCK_M, K]`` float16, contiguous; ``K = KQ * COLS``), part by
     part: part ``(r, q)`` is row block ``r``'s columns ``q * COLS`` to ``(q + 1) * COLS``, its counter
-    ``r * KQ + q``, signed in pieces of ``SUB`` contiguous elements (a run of one row when ``KQ > 1``, so then
-    ``COLS % SUB == 0``), after each of which every warp adds 1 to the counter. Parts in the grouped tiles' order
-    (groups of 8 row blocks; in a group, part 0 of each row block, then part 1, ...); program ``p`` signs pieces
-    ``p, p + programs, ...``."""
+    ``r * KQ + q``, signed in pieces of ``ROWS x SEG`` (``COLS % SEG == 0``), after each of which every warp adds 1
+    to the counter. Parts in the grouped tiles' order (groups of 8 row blocks; in a group, part 0 of each row
+    block, then part 1, ...); program ``p`` signs pieces ``p, p + programs, ...``."""
     pid = tl.program_id(0)
     progs = tl.num_programs(0)
-    pieces = BLOCK_M * COLS // SUB  # a part's
-    offs = tl.arange(0, SUB)
+    segs = COLS // SEG  # a row's, in a part
+    pieces = BLOCK_M // ROWS * segs  # a part's
+    idx = tl.arange(0, ROWS * SEG)
+    offs = tl.max_contiguous(tl.multiple_of(idx // SEG * K + idx % SEG, SEG), SEG)  # ROWS runs of SEG
     for j in range(pid, grid_m * KQ * pieces, progs):
         part = j // pieces
         group = part // (8 * KQ)
@@ -55,10 +56,7 @@ def sign_pieces_kernel(x_ptr, xb_ptr, flags_ptr, grid_m, K, SUB: tl.constexpr, C
         q = part % (8 * KQ) // size
         r = group * 8 + part % (8 * KQ) % size
         p = j % pieces
-        if KQ == 1:  # the part is the row block: contiguous
-            base = r * BLOCK_M * K + p * SUB
-        else:
-            base = (r * BLOCK_M + p // (COLS // SUB)) * K + q * COLS + p % (COLS // SUB) * SUB
+        base = (r * BLOCK_M + p // segs * ROWS) * K + q * COLS + p % segs * SEG
         if EVICT:  # x is read once: keep L2 for the GEMM's operands
             v = tl.load(x_ptr + base + offs, eviction_policy="evict_first")
         else:
@@ -78,32 +76,38 @@ def _counters(device, grid_m, name):
 
 
 def coresident(x, w8, scale, bias, sms, side_stream, *, progs, sub, warps, kq=1, evict=1, wait=1, xs=None,
-               launched=None):
+               launched=None, signer_only=False, signed=None):
     """``scale * sign(x) @ w8.T + bias`` (float16): ``sign_pieces_kernel`` (``progs`` programs of ``warps`` warps,
     pieces of ``sub`` elements, ``kq`` parts a row block) on ``side_stream`` beside the GEMM on the current stream.
     ``wait=0``: the GEMM reads ``xs`` (already signed) without waiting and the signer writes a scratch buffer: what
     running beside each other costs, without the dependence. ``launched``: a dict that receives both compiled
-    kernels (registers, shared memory)."""
+    kernels (registers, shared memory). ``signer_only``: the signer alone (into ``signed``), on the current
+    stream."""
     m, k = x.shape
     n = w8.shape[0]
     bm, bn, bk, gemm_warps, stages = GEMM_CFG
     cols = k // kq
-    assert m % bm == 0 and k % (kq * bk) == 0 and (bm * cols) % sub == 0 and (kq == 1 or cols % sub == 0)
-    assert x.is_contiguous()
+    seg = min(cols, 1024, sub)  # a piece: rows x seg
+    rows = sub // seg
+    assert m % bm == 0 and k % (kq * bk) == 0 and cols % seg == 0 and bm % rows == 0 and x.is_contiguous()
     grid_m, grid_n = m // bm, triton.cdiv(n, bn)
     counters = _counters(x.device, grid_m * kq, "wait" if wait else "scratch")
     if xs is None:
         xs = torch.empty((m, k), dtype=torch.float8_e4m3fn, device=x.device)
-    signed = xs if wait else torch.empty_like(xs)
+    if signed is None:
+        signed = xs if wait else torch.empty_like(xs)
+    if signer_only:
+        return sign_pieces_kernel[(progs,)](x, signed.view(torch.int8), counters, grid_m, k, cols, ROWS=rows,
+                                            SEG=seg, BLOCK_M=bm, KQ=kq, EVICT=evict, num_warps=warps)
     out = torch.empty((m, n), dtype=torch.float16, device=x.device)
     cur = torch.cuda.current_stream()
     side_stream.wait_stream(cur)
     with torch.cuda.stream(side_stream):
-        signer = sign_pieces_kernel[(progs,)](x, signed.view(torch.int8), counters, grid_m, k, SUB=sub, COLS=cols,
-                                              BLOCK_M=bm, KQ=kq, EVICT=evict, num_warps=warps)
+        signer = sign_pieces_kernel[(progs,)](x, signed.view(torch.int8), counters, grid_m, k, cols, ROWS=rows,
+                                              SEG=seg, BLOCK_M=bm, KQ=kq, EVICT=evict, num_warps=warps)
     gemm = side_sign_gemm_kernel[(min(sms, grid_m * grid_n),)](
         x, xs.view(torch.int8), xs, w8, out, scale, bias, counters, counters[grid_m * kq:], m, n, k, 0,
-        bm * cols // sub * warps, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SUB=2048, SIDE=0, SYNC=wait, GROUPED=1,
+        bm // rows * (cols // seg) * warps, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SUB=2048, SIDE=0, SYNC=wait, GROUPED=1,
         AHEAD=4, NUM_WARPS=gemm_warps, KQ=kq, num_warps=gemm_warps, num_stages=stages)
     cur.wait_stream(side_stream)
     if launched is not None:
@@ -121,17 +125,18 @@ def save():
 
 
 VARIANTS = [  # (name, signer programs per SM, elements a piece, signer warps, parts a row block, evict_first,
-    # side stream priority); the GEMM takes 51200 of an SM's 65536 registers (198 a thread for sm_90, ptxas), and
-    # each of these signers 10240-12288 (24-75 a thread), `_fits` checks it on the device
+    # side stream priority). For sm_90 (ptxas, arguments divisible by 16) the waiting GEMM takes 198 registers a
+    # thread, 51200 of an SM's 65536; a signer program of 4 warps 31 / 39 / 60 with pieces of 2048 / 4096 / 8192
+    # (4096 / 5120 / 8192 registers): `_fits` checks it on the device
     ("p1_s8k_w4_kq1", 1, 8192, 4, 1, 1, -1),
     ("p1_s8k_w4_kq4", 1, 8192, 4, 4, 1, -1),
-    ("p1_s8k_w8_kq4", 1, 8192, 8, 4, 1, -1),
     ("p2_s4k_w4_kq4", 2, 4096, 4, 4, 1, -1),
-    ("p2_s4k_w8_kq4", 2, 4096, 8, 4, 1, -1),
-    ("p4_s2k_w4_kq4", 4, 2048, 4, 4, 1, -1),
-    ("p1_s8k_w8_kq8", 1, 8192, 8, 8, 1, -1),
-    ("p1_s8k_w8_kq4_noevict", 1, 8192, 8, 4, 0, -1),
-    ("p1_s8k_w8_kq4_lowprio", 1, 8192, 8, 4, 1, 0),
+    ("p1_s8k_w8_kq4", 1, 8192, 8, 4, 1, -1),
+    ("p3_s2k_w4_kq4", 3, 2048, 4, 4, 1, -1),
+    ("p1_s16k_w4_kq4", 1, 16384, 4, 4, 1, -1),
+    ("p2_s4k_w4_kq8", 2, 4096, 4, 8, 1, -1),
+    ("p1_s8k_w4_kq4_noevict", 1, 8192, 4, 4, 0, -1),
+    ("p1_s8k_w4_kq4_lowprio", 1, 8192, 4, 4, 1, 0),
 ]
 
 
@@ -220,11 +225,9 @@ def main():
                                          graph=False)
                 row[f"{name}_nowait_graph"] = t(lambda kw=kw, s=side_stream: coresident(
                     x, w8, scale, bias, sms, s, wait=0, xs=a8, **kw))
-                scratch, cols = torch.empty_like(a8).view(torch.int8), k // kq
-                row[f"{name}_signer_alone_graph"] = t(lambda kw=kw, sc=scratch, cols=cols: sign_pieces_kernel[
-                    (kw["progs"],)](x, sc, _counters(x.device, m // 128 * kq, "scratch"), m // 128, k,
-                                    SUB=kw["sub"], COLS=cols, BLOCK_M=128, KQ=kq, EVICT=evict,
-                                    num_warps=warps))
+                scratch = torch.empty_like(a8)
+                row[f"{name}_signer_alone_graph"] = t(lambda kw=kw, sc=scratch: coresident(
+                    x, w8, scale, bias, sms, side_stream, wait=0, xs=a8, signer_only=True, signed=sc, **kw))
             except Exception as e:  # noqa: BLE001
                 row[f"{name}_error"] = repr(e)[-1500:]
             print(size, name, {kk: v for kk, v in row.items() if kk.startswith(name)}, flush=True)
