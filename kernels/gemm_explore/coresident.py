@@ -37,12 +37,13 @@ res: dict = {"env": {}, "rows": []}
 
 @triton.jit
 def sign_pieces_kernel(x_ptr, xb_ptr, flags_ptr, grid_m, K, COLS, ROWS: tl.constexpr, SEG: tl.constexpr,
-                       BLOCK_M: tl.constexpr, KQ: tl.constexpr, EVICT: tl.constexpr):
+                       BLOCK_M: tl.constexpr, KQ: tl.constexpr, EVICT: tl.constexpr, CARVE: tl.constexpr = 0):
     """``xb = sign(x)`` as e4m3 bytes (``x [grid_m * BLOCK_M, K]`` float16, contiguous; ``K = KQ * COLS``), part by
     part: part ``(r, q)`` is row block ``r``'s columns ``q * COLS`` to ``(q + 1) * COLS``, its counter
     ``r * KQ + q``, signed in pieces of ``ROWS x SEG`` (``COLS % SEG == 0``), after each of which every warp adds 1
     to the counter. Parts in the grouped tiles' order (groups of 8 row blocks; in a group, part 0 of each row
-    block, then part 1, ...); program ``p`` signs pieces ``p, p + programs, ...``."""
+    block, then part 1, ...); program ``p`` signs pieces ``p, p + programs, ...``. ``CARVE`` changes nothing in
+    the code: it makes a separate compiled kernel, whose shared-memory carveout :func:`_prefer_shared` sets."""
     pid = tl.program_id(0)
     progs = tl.num_programs(0)
     segs = COLS // SEG  # a row's, in a part
@@ -66,6 +67,21 @@ def sign_pieces_kernel(x_ptr, xb_ptr, flags_ptr, grid_m, K, COLS, ROWS: tl.const
 
 
 _COUNTERS: dict = {}
+_CARVED: set = set()
+
+
+def _prefer_shared(kernel):
+    """Ask the driver to run ``kernel`` with the SM's largest shared-memory carveout (100 %): CTAs of two kernels
+    share an SM only under one L1 / shared-memory split, and the GEMM's 213 KB need the largest, where a kernel
+    with no shared memory gets a small one by default. Applies from the next launch."""
+    import ctypes
+
+    if kernel.function not in _CARVED:
+        attribute_preferred_carveout = 9  # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+        rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(ctypes.c_void_p(kernel.function),
+                                                            attribute_preferred_carveout, 100)
+        assert rc == 0, f"cuFuncSetAttribute: CUresult {rc}"
+        _CARVED.add(kernel.function)
 
 
 def _counters(device, grid_m, name):
@@ -75,8 +91,8 @@ def _counters(device, grid_m, name):
     return _COUNTERS[key]
 
 
-def coresident(x, w8, scale, bias, sms, side_stream, *, progs, sub, warps, kq=1, evict=1, wait=1, xs=None,
-               launched=None, signer_only=False, signed=None):
+def coresident(x, w8, scale, bias, sms, side_stream, *, progs, sub, warps, kq=1, evict=1, carve=0, wait=1,
+               xs=None, launched=None, signer_only=False, signed=None):
     """``scale * sign(x) @ w8.T + bias`` (float16): ``sign_pieces_kernel`` (``progs`` programs of ``warps`` warps,
     pieces of ``sub`` elements, ``kq`` parts a row block) on ``side_stream`` beside the GEMM on the current stream.
     ``wait=0``: the GEMM reads ``xs`` (already signed) without waiting and the signer writes a scratch buffer: what
@@ -98,13 +114,16 @@ def coresident(x, w8, scale, bias, sms, side_stream, *, progs, sub, warps, kq=1,
         signed = xs if wait else torch.empty_like(xs)
     if signer_only:
         return sign_pieces_kernel[(progs,)](x, signed.view(torch.int8), counters, grid_m, k, cols, ROWS=rows,
-                                            SEG=seg, BLOCK_M=bm, KQ=kq, EVICT=evict, num_warps=warps)
+                                            SEG=seg, BLOCK_M=bm, KQ=kq, EVICT=evict, CARVE=carve, num_warps=warps)
     out = torch.empty((m, n), dtype=torch.float16, device=x.device)
     cur = torch.cuda.current_stream()
     side_stream.wait_stream(cur)
     with torch.cuda.stream(side_stream):
         signer = sign_pieces_kernel[(progs,)](x, signed.view(torch.int8), counters, grid_m, k, cols, ROWS=rows,
-                                              SEG=seg, BLOCK_M=bm, KQ=kq, EVICT=evict, num_warps=warps)
+                                              SEG=seg, BLOCK_M=bm, KQ=kq, EVICT=evict, CARVE=carve,
+                                              num_warps=warps)
+    if carve:
+        _prefer_shared(signer)
     gemm = side_sign_gemm_kernel[(min(sms, grid_m * grid_n),)](
         x, xs.view(torch.int8), xs, w8, out, scale, bias, counters, counters[grid_m * kq:], m, n, k, 0,
         bm // rows * (cols // seg) * warps, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SUB=2048, SIDE=0, SYNC=wait, GROUPED=1,
@@ -125,18 +144,21 @@ def save():
 
 
 VARIANTS = [  # (name, signer programs per SM, elements a piece, signer warps, parts a row block, evict_first,
-    # side stream priority). For sm_90 (ptxas, arguments divisible by 16) the waiting GEMM takes 198 registers a
-    # thread, 51200 of an SM's 65536; a signer program of 4 warps 31 / 39 / 60 with pieces of 2048 / 4096 / 8192
-    # (4096 / 5120 / 8192 registers): `_fits` checks it on the device
-    ("p1_s8k_w4_kq1", 1, 8192, 4, 1, 1, -1),
-    ("p1_s8k_w4_kq4", 1, 8192, 4, 4, 1, -1),
-    ("p2_s4k_w4_kq4", 2, 4096, 4, 4, 1, -1),
-    ("p1_s8k_w8_kq4", 1, 8192, 8, 4, 1, -1),
-    ("p3_s2k_w4_kq4", 3, 2048, 4, 4, 1, -1),
-    ("p1_s16k_w4_kq4", 1, 16384, 4, 4, 1, -1),
-    ("p2_s4k_w4_kq8", 2, 4096, 4, 8, 1, -1),
-    ("p1_s8k_w4_kq4_noevict", 1, 8192, 4, 4, 0, -1),
-    ("p1_s8k_w4_kq4_lowprio", 1, 8192, 4, 4, 1, 0),
+    # side stream priority, largest shared-memory carveout for the signer). For sm_90 (ptxas, arguments divisible
+    # by 16) the waiting GEMM takes 198 registers a thread, 51200 of an SM's 65536; a signer program of 4 warps 31 /
+    # 39 / 60 / 104 with pieces of 2048 / 4096 / 8192 / 16384 (4096 / 5120 / 8192 / 13312 registers): `_fits`
+    # checks it on the device
+    ("p1_s16k_w4_kq4", 1, 16384, 4, 4, 1, -1, 0),
+    ("p1_s8k_w4_kq4", 1, 8192, 4, 4, 1, -1, 0),
+    ("p1_s8k_w4_kq1_carve", 1, 8192, 4, 1, 1, -1, 1),
+    ("p1_s8k_w4_kq4_carve", 1, 8192, 4, 4, 1, -1, 1),
+    ("p2_s4k_w4_kq4_carve", 2, 4096, 4, 4, 1, -1, 1),
+    ("p1_s8k_w8_kq4_carve", 1, 8192, 8, 4, 1, -1, 1),
+    ("p3_s2k_w4_kq4_carve", 3, 2048, 4, 4, 1, -1, 1),
+    ("p1_s16k_w4_kq4_carve", 1, 16384, 4, 4, 1, -1, 1),
+    ("p2_s4k_w4_kq8_carve", 2, 4096, 4, 8, 1, -1, 1),
+    ("p1_s16k_w4_kq4_lowprio_carve", 1, 16384, 4, 4, 1, 0, 1),
+    ("p1_s8k_w4_kq4_noevict_carve", 1, 8192, 4, 4, 0, -1, 1),
 ]
 
 
@@ -180,11 +202,11 @@ def main():
         row["sign_rows_graph"] = t(lambda: B.sign_rows(x, 1.0))
         print(size, row, flush=True)
         save()
-        for name, per_sm, sub, warps, kq, evict, prio in VARIANTS:
+        for name, per_sm, sub, warps, kq, evict, prio, carve in VARIANTS:
             if time.time() - started > BUDGET_S:
                 row["stopped"] = "budget"
                 break
-            kw = dict(progs=per_sm * sms, sub=sub, warps=warps, kq=kq, evict=evict)
+            kw = dict(progs=per_sm * sms, sub=sub, warps=warps, kq=kq, evict=evict, carve=carve)
             side_stream = streams[prio]
             try:
                 launched: dict = {}
