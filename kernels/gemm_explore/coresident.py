@@ -31,6 +31,8 @@ from kernels.gemm_explore.side_sign import E4M3_MINUS_C, E4M3_PLUS_C, _signal, s
 OUT = os.environ.get("OUT", "/tmp")
 BUDGET_S = float(os.environ.get("GEMM_CORES_S", "300"))
 SIZES = [int(v) for v in os.environ.get("GEMM_CORES_SIZES", "4096,8192").split(",")]
+AHEAD = int(os.environ.get("GEMM_CORES_AHEAD", "4"))  # K steps between a wait and the first step that reads its part
+ONLY = [v for v in os.environ.get("GEMM_CORES_ONLY", "").split(",") if v]  # these variants only
 GEMM_CFG = (128, 256, 128, 8, 3)  # BM, BN, BK, warps, stages: the grouped persistent GEMM of side_sign.py
 res: dict = {"env": {}, "rows": []}
 
@@ -127,7 +129,7 @@ def coresident(x, w8, scale, bias, sms, side_stream, *, progs, sub, warps, kq=1,
     gemm = side_sign_gemm_kernel[(min(sms, grid_m * grid_n),)](
         x, xs.view(torch.int8), xs, w8, out, scale, bias, counters, counters[grid_m * kq:], m, n, k, 0,
         bm // rows * (cols // seg) * warps, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SUB=2048, SIDE=0, SYNC=wait, GROUPED=1,
-        AHEAD=4, NUM_WARPS=gemm_warps, KQ=kq, num_warps=gemm_warps, num_stages=stages)
+        AHEAD=AHEAD, NUM_WARPS=gemm_warps, KQ=kq, num_warps=gemm_warps, num_stages=stages)
     cur.wait_stream(side_stream)
     if launched is not None:
         launched.update(signer=signer, gemm=gemm)
@@ -206,6 +208,8 @@ def main():
             if time.time() - started > BUDGET_S:
                 row["stopped"] = "budget"
                 break
+            if ONLY and name not in ONLY:
+                continue
             kw = dict(progs=per_sm * sms, sub=sub, warps=warps, kq=kq, evict=evict, carve=carve)
             side_stream = streams[prio]
             try:
