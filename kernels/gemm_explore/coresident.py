@@ -1,16 +1,16 @@
 """Issue 19's GEMM at 4096^3: the sign pass as a second kernel that runs *beside* the GEMM on the same SMs.
 
 ``side_sign.py`` signed ``x`` inside the GEMM's own warps (every stall of theirs delays the next MMA) or on a second
-stream ahead of cuBLASLt chunks (whose kernel leaves no room on an SM, so the sign kernel waited for free SMs).
-Here our persistent TMA fp8 GEMM (``side_sign_gemm_kernel`` with ``SIDE=0, SYNC=1``) leaves registers free on each
-SM, and ``sign_pieces_kernel``, launched first on a high-priority side stream, signs ``x`` in memory order (row block
-after row block, the order in which the grouped tiles need them) with warps of its own: the SM's warp schedulers
-interleave its loads with the GEMM's MMAs, as a hand-written producer warp group would. Every signed piece bumps its
-row block's counter (each thread fences its stores, one lane per warp adds with release semantics); a tile's TMA
-loads wait until the counter of its row block is full. The signer never waits for the GEMM, so it cannot deadlock
-once its programs are resident; if they could not be (no room beside the GEMM), the GEMM's polls give up after
-2^20 tries and the result is wrong, never a hang: the first call of each variant is timed and checked before it is
-measured.
+stream ahead of cuBLASLt chunks (which barely overlapped). Here our persistent TMA fp8 GEMM (``side_sign_gemm_kernel``
+with ``SIDE=0, SYNC=1``) leaves registers free on each SM, and ``sign_pieces_kernel``, launched first on a side
+stream, signs ``x`` in the order the grouped tiles need it with warps of its own, which the SM's warp schedulers
+interleave with the GEMM's, as a hand-written producer warp group would. Each signed piece bumps the counter of its
+part (a row block's ``K / KQ`` columns; each thread fences its stores, one lane per warp adds with release
+semantics); the GEMM's TMA loads of a part wait until its counter is full. The two kernels share an SM only under
+one L1 / shared-memory split: ``carve`` asks the driver to give the signer the GEMM's (the largest shared carveout);
+without it they ran one after the other. The signer never waits for the GEMM, so the GEMM waits only for work that
+runs or can start; a poll limit turns anything else into a wrong result, never a hang, and each variant's first
+calls are timed and checked before it is measured. docs/kernels.md, "A signing kernel beside the GEMM".
 
     OUT=dir python -m kernels.gemm_explore.coresident     # writes dir/coresident.json
 """
