@@ -26,7 +26,8 @@ import triton.language as tl
 sys.path.insert(0, os.getcwd())
 from kernels import binary as B  # noqa: E402
 from kernels.gemm_explore.explore import _alloc, rel_err, t  # noqa: E402
-from kernels.gemm_explore.side_sign import E4M3_MINUS_C, E4M3_PLUS_C, _signal, side_sign, side_sign_gemm_kernel  # noqa: E402
+from kernels.gemm_explore.side_sign import (E4M3_MINUS_C, E4M3_PLUS_C, _signal, problem, ratios,  # noqa: E402
+                                           side_sign, side_sign_gemm_kernel)
 
 OUT = os.environ.get("OUT", "/tmp")
 BUDGET_S = float(os.environ.get("GEMM_CORES_S", "300"))
@@ -180,17 +181,7 @@ def main():
     streams = {prio: torch.cuda.Stream(priority=prio) for prio in (-1, 0)}
     for size in SIZES:
         m = n = k = size
-        gen = torch.Generator(device="cuda").manual_seed(size)
-        x = torch.randn(m, k, dtype=torch.float16, device="cuda", generator=gen)
-        x2 = torch.randn(m, k, dtype=torch.float16, device="cuda", generator=gen)
-        w = torch.randn(n, k, dtype=torch.float16, device="cuda", generator=gen)
-        bias = torch.randn(n, dtype=torch.float16, device="cuda", generator=gen)
-        scale = w.abs().mean()
-        xs, wsc = torch.where(x < 0, -1.0, 1.0).half(), torch.where(w < 0, -1.0, 1.0).half() * scale
-        w8 = B.sign_rows(w, 1.0)
-        a8 = B.sign_rows(x, 1.0)
-        wd = torch.where(w < 0, -1.0, 1.0).double().t()
-        refs = [torch.where(v < 0, -1.0, 1.0).double() @ wd * scale.double() + bias.double() for v in (x, x2)]
+        x, x2, w, bias, scale, xs, wsc, w8, a8, refs = problem(size)
         row: dict = {"shape": [m, n, k]}
         res["rows"].append(row)
         opts = dict(scale=scale, bias=bias, out_dtype=torch.float16)
@@ -258,10 +249,7 @@ def main():
                 row[f"{name}_error"] = repr(e)[-1500:]
             print(size, name, {kk: v for kk, v in row.items() if kk.startswith(name)}, flush=True)
             save()
-        base = row["cublas_fp16_graph"]
-        row["ratios_graph"] = {kk: round(base / v, 3) for kk, v in row.items()
-                               if kk.endswith("_graph") and isinstance(v, float)}
-        print(size, "ratios", row["ratios_graph"], flush=True)
+        print(size, "ratios", *ratios(row), flush=True)
         save()
         del x, x2, w, xs, wsc, w8, a8, refs
     res["seconds"] = round(time.time() - started, 1)

@@ -278,6 +278,37 @@ def streams(x, w8, scale, bias, chunks, side_stream):
     return out
 
 
+def problem(size):
+    """The ``size``^3 problem both scripts measure: two float16 inputs ``x``, ``x2`` and a weight ``w``, the bias, the
+    weight's scale, the sign values of ``x`` and the scaled weight signs for cuBLAS fp16, the e4m3 signs of ``w``
+    and ``x``, and the float64 products of ``x`` and ``x2`` (sign(0) = +1)."""
+    m = n = k = size
+    gen = torch.Generator(device="cuda").manual_seed(size)
+    x = torch.randn(m, k, dtype=torch.float16, device="cuda", generator=gen)
+    x2 = torch.randn(m, k, dtype=torch.float16, device="cuda", generator=gen)
+    w = torch.randn(n, k, dtype=torch.float16, device="cuda", generator=gen)
+    bias = torch.randn(n, dtype=torch.float16, device="cuda", generator=gen)
+    scale = w.abs().mean()
+    xs, wsc = torch.where(x < 0, -1.0, 1.0).half(), torch.where(w < 0, -1.0, 1.0).half() * scale
+    w8 = B.sign_rows(w, 1.0)
+    a8 = B.sign_rows(x, 1.0)
+    wd = torch.where(w < 0, -1.0, 1.0).double().t()
+    refs = [torch.where(v < 0, -1.0, 1.0).double() @ wd * scale.double() + bias.double() for v in (x, x2)]
+    return x, x2, w, bias, scale, xs, wsc, w8, a8, refs
+
+
+def ratios(row):
+    """Each timing's speed-up over cuBLAS fp16 timed the same way (``_graph`` / ``_eager`` keys), into ``row``."""
+    out = []
+    for mode in ("graph", "eager"):
+        base = row.get(f"cublas_fp16_{mode}")
+        if isinstance(base, float):
+            row[f"ratios_{mode}"] = {kk: round(base / v, 3) for kk, v in row.items()
+                                     if kk.endswith(f"_{mode}") and isinstance(v, float)}
+            out.append(row[f"ratios_{mode}"])
+    return out
+
+
 def save():
     with open(os.path.join(OUT, "side-sign.json"), "w") as handle:
         json.dump(res, handle, indent=1)
@@ -302,17 +333,7 @@ def main():
     side_stream = torch.cuda.Stream()
     for size in (4096, 8192):
         m = n = k = size
-        gen = torch.Generator(device="cuda").manual_seed(size)
-        x = torch.randn(m, k, dtype=torch.float16, device="cuda", generator=gen)
-        x2 = torch.randn(m, k, dtype=torch.float16, device="cuda", generator=gen)
-        w = torch.randn(n, k, dtype=torch.float16, device="cuda", generator=gen)
-        bias = torch.randn(n, dtype=torch.float16, device="cuda", generator=gen)
-        scale = w.abs().mean()
-        xs, wsc = torch.where(x < 0, -1.0, 1.0).half(), torch.where(w < 0, -1.0, 1.0).half() * scale
-        w8 = B.sign_rows(w, 1.0)
-        a8 = B.sign_rows(x, 1.0)
-        wd = torch.where(w < 0, -1.0, 1.0).double().t()
-        refs = [torch.where(v < 0, -1.0, 1.0).double() @ wd * scale.double() + bias.double() for v in (x, x2)]
+        x, x2, w, bias, scale, xs, wsc, w8, a8, refs = problem(size)
         row: dict = {"shape": [m, n, k]}
         res["rows"].append(row)
         row["cublas_fp16_graph"] = t(lambda: torch.addmm(bias, xs, wsc.t()))
@@ -364,12 +385,7 @@ def main():
                 row[f"{name}_error"] = repr(e)[-1500:]
             print(size, name, {kk: v for kk, v in row.items() if kk.startswith(name)}, flush=True)
             save()
-        base = row["cublas_fp16_graph"]
-        row["ratios_graph"] = {kk: round(base / v, 3) for kk, v in row.items()
-                               if kk.endswith("_graph") and isinstance(v, float)}
-        row["ratios_eager"] = {kk: round(row["cublas_fp16_eager"] / v, 3) for kk, v in row.items()
-                               if kk.endswith("_eager") and isinstance(v, float)}
-        print(size, "ratios", row["ratios_graph"], row["ratios_eager"], flush=True)
+        print(size, "ratios", *ratios(row), flush=True)
         save()
         del x, x2, w, xs, wsc, w8, a8, refs
     res["seconds"] = round(time.time() - started, 1)
