@@ -26,8 +26,8 @@ import triton.language as tl
 sys.path.insert(0, os.getcwd())
 from kernels import binary as B  # noqa: E402
 from kernels.gemm_explore.explore import _alloc, rel_err, t  # noqa: E402
-from kernels.gemm_explore.side_sign import (E4M3_MINUS_C, E4M3_PLUS_C, _signal, problem, ratios,  # noqa: E402
-                                           side_sign, side_sign_gemm_kernel)
+from kernels.gemm_explore.side_sign import (E4M3_MINUS_C, E4M3_PLUS_C, _signal, counters, problem,  # noqa: E402
+                                           ratios, side_sign, side_sign_gemm_kernel)
 
 OUT = os.environ.get("OUT", "/tmp")
 BUDGET_S = float(os.environ.get("GEMM_CORES_S", "300"))
@@ -69,7 +69,6 @@ def sign_pieces_kernel(x_ptr, xb_ptr, flags_ptr, grid_m, K, COLS, ROWS: tl.const
         _signal(flags_ptr + r * KQ + q, 1)
 
 
-_COUNTERS: dict = {}
 _CARVED: set = set()
 
 
@@ -85,13 +84,6 @@ def _prefer_shared(kernel):
                                                             attribute_preferred_carveout, 100)
         assert rc == 0, f"cuFuncSetAttribute: CUresult {rc}"
         _CARVED.add(kernel.function)
-
-
-def _counters(device, grid_m, name):
-    key = (device, grid_m, name)
-    if key not in _COUNTERS:
-        _COUNTERS[key] = torch.zeros(grid_m + 1, dtype=torch.int32, device=device)
-    return _COUNTERS[key]
 
 
 def coresident(x, w8, scale, bias, sms, side_stream, *, progs, sub, warps, kq=1, evict=1, carve=0, wait=1,
@@ -110,27 +102,29 @@ def coresident(x, w8, scale, bias, sms, side_stream, *, progs, sub, warps, kq=1,
     rows = sub // seg
     assert m % bm == 0 and k % (kq * bk) == 0 and cols % seg == 0 and bm % rows == 0 and x.is_contiguous()
     grid_m, grid_n = m // bm, triton.cdiv(n, bn)
-    counters = _counters(x.device, grid_m * kq, "wait" if wait else "scratch")
+    flags = counters(x.device, grid_m * kq, "wait" if wait else "scratch")
     if xs is None:
         xs = torch.empty((m, k), dtype=torch.float8_e4m3fn, device=x.device)
     if signed is None:
         signed = xs if wait else torch.empty_like(xs)
+
+    def launch_signer():
+        return sign_pieces_kernel[(progs,)](x, signed.view(torch.int8), flags, grid_m, k, cols, ROWS=rows, SEG=seg,
+                                            BLOCK_M=bm, KQ=kq, EVICT=evict, CARVE=carve, num_warps=warps)
+
     if signer_only:
-        return sign_pieces_kernel[(progs,)](x, signed.view(torch.int8), counters, grid_m, k, cols, ROWS=rows,
-                                            SEG=seg, BLOCK_M=bm, KQ=kq, EVICT=evict, CARVE=carve, num_warps=warps)
+        return launch_signer()
     out = torch.empty((m, n), dtype=torch.float16, device=x.device)
     cur = torch.cuda.current_stream()
     side_stream.wait_stream(cur)
     with torch.cuda.stream(side_stream):
-        signer = sign_pieces_kernel[(progs,)](x, signed.view(torch.int8), counters, grid_m, k, cols, ROWS=rows,
-                                              SEG=seg, BLOCK_M=bm, KQ=kq, EVICT=evict, CARVE=carve,
-                                              num_warps=warps)
+        signer = launch_signer()
     if carve:
         _prefer_shared(signer)
     gemm = side_sign_gemm_kernel[(min(sms, grid_m * grid_n),)](
-        x, xs.view(torch.int8), xs, w8, out, scale, bias, counters, counters[grid_m * kq:], m, n, k, 0,
-        bm // rows * (cols // seg) * warps, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SUB=2048, SIDE=0, SYNC=wait, GROUPED=1,
-        AHEAD=AHEAD, NUM_WARPS=gemm_warps, KQ=kq, num_warps=gemm_warps, num_stages=stages)
+        x, xs.view(torch.int8), xs, w8, out, scale, bias, flags, flags[grid_m * kq:], m, n, k, 0,
+        bm // rows * (cols // seg) * warps, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SUB=2048, SIDE=0, SYNC=wait,
+        GROUPED=1, AHEAD=AHEAD, NUM_WARPS=gemm_warps, KQ=kq, num_warps=gemm_warps, num_stages=stages)
     cur.wait_stream(side_stream)
     if launched is not None:
         launched.update(signer=signer, gemm=gemm)
@@ -147,8 +141,9 @@ def save():
 
 
 VARIANTS = [  # (name, signer programs per SM, elements a piece, signer warps, parts a row block, evict_first,
-    # side stream priority, largest shared-memory carveout for the signer). For sm_90 (ptxas, arguments divisible
-    # by 16) the waiting GEMM takes 198 registers a thread, 51200 of an SM's 65536; a signer program of 4 warps 31 /
+    # side stream priority, largest shared-memory carveout for the signer). For sm_90 (Triton 3.9 and ptxas here,
+    # arguments divisible by 16) the waiting GEMM takes 198 registers a thread (180 on the device), 51200 of an SM's
+    # 65536; a signer program of 4 warps 31 /
     # 39 / 60 / 104 with pieces of 2048 / 4096 / 8192 / 16384 (4096 / 5120 / 8192 / 13312 registers): `_fits`
     # checks it on the device
     ("p1_s16k_w4_kq4", 1, 16384, 4, 4, 1, -1, 0),
@@ -212,11 +207,11 @@ def main():
                     row[f"{name}_skipped"] = "no signer program fits beside the GEMM"
                     print(size, name, row[f"{name}_skipped"], row[f"{name}_resources"], flush=True)
                     continue
-                counters = _counters(x.device, m // GEMM_CFG[0] * kq, "wait")
-                counters.fill_(1 << 30)  # compiles the waiting GEMM with every wait already met
+                flags = counters(x.device, m // GEMM_CFG[0] * kq, "wait")
+                flags.fill_(1 << 30)  # compiles the waiting GEMM with every wait already met
                 coresident(x, w8, scale, bias, sms, side_stream, launched=launched, **kw)
                 torch.cuda.synchronize()
-                counters.zero_()
+                flags.zero_()
                 row[f"{name}_resources"]["gemm"] = _resources(launched["gemm"], GEMM_CFG[3])
                 row[f"{name}_fits_per_sm"] = _fits(launched["signer"], launched["gemm"], per_sm, warps)
                 errs, calls_ms = [], []
@@ -234,7 +229,7 @@ def main():
                 row[f"{name}_calls_ms"] = calls_ms
                 if max(errs) > 1e-2 or max(calls_ms) > 200:
                     row[f"{name}_skipped"] = "wrong, or the polls gave up: the signer did not run beside the GEMM"
-                    counters.zero_()
+                    flags.zero_()
                     print(size, name, {kk: v for kk, v in row.items() if kk.startswith(name)}, flush=True)
                     continue
                 row[f"{name}_graph"] = t(lambda kw=kw, s=side_stream: coresident(x, w8, scale, bias, sms, s, **kw))

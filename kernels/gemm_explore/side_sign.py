@@ -87,16 +87,13 @@ def _signal(counter_ptr, on):
 
 
 @triton.jit
-def _wait_sleep(counter_ptr, target, on):
-    """:func:`_wait`, sleeping about 0.2 us between polls (fewer loads of one line while another kernel signs)."""
-    return tl.inline_asm_elementwise(_WAIT_SLEEP_ASM, "=r,l,r,r", [counter_ptr, target, on], dtype=tl.int32,
-                                     is_pure=False, pack=1)
-
-
-@triton.jit
-def _wait(counter_ptr, target, on):
+def _wait(counter_ptr, target, on, SLEEP: tl.constexpr):
     """Every thread: if ``on``, poll ``*counter_ptr`` (acquire) until it reaches ``target``, then fence the generic
-    proxy's writes it saw before the async proxy's (TMA) reads that follow."""
+    proxy's writes it saw before the async proxy's (TMA) reads that follow. ``SLEEP``: about 0.2 us between polls
+    (fewer loads of one line while another kernel signs)."""
+    if SLEEP:
+        return tl.inline_asm_elementwise(_WAIT_SLEEP_ASM, "=r,l,r,r", [counter_ptr, target, on], dtype=tl.int32,
+                                         is_pure=False, pack=1)
     return tl.inline_asm_elementwise(_WAIT_ASM, "=r,l,r,r", [counter_ptr, target, on], dtype=tl.int32,
                                      is_pure=False, pack=1)
 
@@ -148,10 +145,7 @@ def side_sign_gemm_kernel(x_ptr, xb_ptr, xs_ptr, w_ptr, out_ptr, scale_ptr, bias
     if SYNC:
         pm0, _ = _tile_coords(pid, grid_m, grid_n, GROUPED)
         for q in range(0, (AHEAD - 1) // (ksteps // KQ) + 1):  # the parts the first AHEAD steps read
-            if SIDE:
-                _wait(flags_ptr + pm0 * KQ + q, TARGET, 1)
-            else:
-                _wait_sleep(flags_ptr + pm0 * KQ + q, TARGET, 1)
+            _wait(flags_ptr + pm0 * KQ + q, TARGET, 1, SIDE == 0)  # sleep while another kernel signs
     step = 0
     nxt = tl.zeros((SUB,), dtype=tl.float16)
     if SIDE:
@@ -180,10 +174,7 @@ def side_sign_gemm_kernel(x_ptr, xb_ptr, xs_ptr, w_ptr, out_ptr, scale_ptr, bias
                 k_at = tl.where(later, k_at - ksteps, k_at)
                 m_at = tl.minimum(tl.where(later, next_m, pid_m), grid_m - 1)
                 wait_now = (k_at % (ksteps // KQ) == 0) & ((tile + progs < tiles) | (later == 0))
-                if SIDE:
-                    _wait(flags_ptr + m_at * KQ + k_at // (ksteps // KQ), TARGET, wait_now.to(tl.int32))
-                else:
-                    _wait_sleep(flags_ptr + m_at * KQ + k_at // (ksteps // KQ), TARGET, wait_now.to(tl.int32))
+                _wait(flags_ptr + m_at * KQ + k_at // (ksteps // KQ), TARGET, wait_now.to(tl.int32), SIDE == 0)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         y = acc * scale + tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
         o_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], y.to(tl.float16))
@@ -198,6 +189,15 @@ def side_sign_gemm_kernel(x_ptr, xb_ptr, xs_ptr, w_ptr, out_ptr, scale_ptr, bias
 
 
 _COUNTERS: dict = {}
+
+
+def counters(device, n, name):
+    """``n`` int32 counters and one more (the programs-done count), zeroed once and kept per ``(device, n, name)``:
+    the kernels leave them zeroed for the next launch."""
+    key = (device, n, name)
+    if key not in _COUNTERS:
+        _COUNTERS[key] = torch.zeros(n + 1, dtype=torch.int32, device=device)
+    return _COUNTERS[key]
 
 
 def tile_coords(tile, grid_m, grid_n, grouped):
@@ -239,14 +239,11 @@ def side_sign(x, w8, scale, bias, cfg, sms, *, side=1, sync=1, grouped=0, ahead=
     progs = min(sms, grid_m * grid_n)
     first_blocks, ok = schedule(m, n, k, cfg, progs, grouped, ahead)
     assert ok or not side, "the side signing cannot keep ahead of the tiles with these shapes: raise SUB"
-    key = (x.device, grid_m)
-    if key not in _COUNTERS:
-        _COUNTERS[key] = torch.zeros(grid_m + 1, dtype=torch.int32, device=x.device)
-    counters = _COUNTERS[key]
+    flags = counters(x.device, grid_m, "side")
     if xs is None:
         xs = torch.empty((m, k), dtype=torch.float8_e4m3fn, device=x.device)
     out = torch.empty((m, n), dtype=torch.float16, device=x.device)
-    side_sign_gemm_kernel[(progs,)](x, xs.view(torch.int8), xs, w8, out, scale, bias, counters, counters[grid_m:],
+    side_sign_gemm_kernel[(progs,)](x, xs.view(torch.int8), xs, w8, out, scale, bias, flags, flags[grid_m:],
                                     m, n, k, first_blocks, (bm * k // sub) * warps, BLOCK_M=bm, BLOCK_N=bn,
                                     BLOCK_K=bk, SUB=sub, SIDE=side, SYNC=sync, GROUPED=grouped, AHEAD=ahead,
                                     NUM_WARPS=warps, num_warps=warps, num_stages=stages)
@@ -343,13 +340,14 @@ def main():
         row["chain_graph"] = t(lambda: B.fp8_matmul(B.sign_rows(x, 1.0), w8, **opts))
         row["chain_eager"] = t(lambda: B.fp8_matmul(B.sign_rows(x, 1.0), w8, **opts), graph=False)
         row["sign_rows_graph"] = t(lambda: B.sign_rows(x, 1.0))
-        grouped_cfg = (128, 256, 128, 2048, 8, 3)  # the chain on our grouped persistent GEMM instead of cuBLASLt
-        row["chain_ours_err"] = rel_err(side_sign(x, w8, scale, bias, grouped_cfg, sms, side=0, sync=0, grouped=1,
-                                                  xs=B.sign_rows(x, 1.0)), refs[0])
-        row["chain_ours_graph"] = t(lambda: side_sign(x, w8, scale, bias, grouped_cfg, sms, side=0, sync=0, grouped=1,
-                                                      xs=B.sign_rows(x, 1.0)))
-        row["chain_ours_eager"] = t(lambda: side_sign(x, w8, scale, bias, grouped_cfg, sms, side=0, sync=0, grouped=1,
-                                                      xs=B.sign_rows(x, 1.0)), graph=False)
+        grouped_cfg = (128, 256, 128, 2048, 8, 3)
+
+        def chain_ours():  # sign_rows, then our grouped persistent GEMM instead of cuBLASLt
+            return side_sign(x, w8, scale, bias, grouped_cfg, sms, side=0, sync=0, grouped=1, xs=B.sign_rows(x, 1.0))
+
+        row["chain_ours_err"] = rel_err(chain_ours(), refs[0])
+        row["chain_ours_graph"] = t(chain_ours)
+        row["chain_ours_eager"] = t(chain_ours, graph=False)
         print(size, row, flush=True)
         save()
         for chunks in ((2, 4, 8) if size == 4096 else (4,)) if STREAMS else ():
