@@ -10,14 +10,17 @@ document keeps, per case, the ratio of every round: the samples of the gate's ra
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -141,6 +144,26 @@ def run_rounds(tasks: Sequence[tuple[object, list[str], Path | None]], *, jobs: 
             log.close()
 
 
+@contextlib.contextmanager
+def stop_signals_held():
+    """SIGINT and SIGTERM wait until the block ends, then act as they would have. A handler that raises (Ctrl-C,
+    ``stop_on_sigterm``) inside ``Popen`` would leave its child started but unknown: running on, writing into a
+    folder the cleanup had removed. Python runs handlers in the main thread only; elsewhere this holds nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.signal(signum, lambda signum, frame: caught.append(signum)) for signum in held}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        for signum in dict.fromkeys(caught):
+            signal.raise_signal(signum)
+
+
 def _run(pending: list, running: dict, *, jobs: int, folder: Path, finished: Callable, env: dict | None) -> None:
     """:func:`run_rounds`' loop: moves tasks from ``pending`` through ``running`` (which its caller cleans up)."""
     n = 0
@@ -148,10 +171,11 @@ def _run(pending: list, running: dict, *, jobs: int, folder: Path, finished: Cal
         while pending and len(running) < jobs:
             key, command, cwd = pending.pop(0)
             n += 1
-            log = open(folder / f"round-{n:03d}.log", "w+")
             out = Path(command[command.index("--out") + 1])
-            running[key] = (subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=log),
-                            time.perf_counter(), out, log)
+            with stop_signals_held():  # a round started is a round registered, so the cleanup stops it
+                log = open(folder / f"round-{n:03d}.log", "w+")
+                running[key] = (subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=log),
+                                time.perf_counter(), out, log)
         time.sleep(0.05)
         for key, (process, began, out, log) in list(running.items()):
             if process.poll() is None:
