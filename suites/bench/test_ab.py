@@ -335,7 +335,10 @@ def test_a_stop_signal_while_a_round_starts_still_stops_that_round(tmp_path, mon
         return started[-1]
 
     monkeypatch.setattr(rounds.subprocess, "Popen", popen_then_sigterm)
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    def stop(signum, frame):
+        sys.exit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
         command = [sys.executable, "-c", "import time; time.sleep(60)", "--out", str(tmp_path / "round.json")]
         with pytest.raises(SystemExit) as stopped:
@@ -343,7 +346,7 @@ def test_a_stop_signal_while_a_round_starts_still_stops_that_round(tmp_path, mon
                               finished=lambda *a: pytest.fail("the round cannot finish"))
         assert stopped.value.code == 128 + signal.SIGTERM
         assert len(started) == 1 and started[0].poll() is not None, "the round outlived the run"
-        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        assert signal.getsignal(signal.SIGTERM) is stop  # the handler is back once the round is registered
     finally:
         signal.signal(signal.SIGTERM, previous)
         for process in started:
