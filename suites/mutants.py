@@ -558,6 +558,21 @@ class LsqHalfAway(nn.Module):
         return torch.sign(v) * torch.floor(v.abs() + 0.5) * self.step
 
 
+class LsqWithIdleDither(nn.Module):
+    """LSQ that adds a dither whose amplitude is set to 0: the values are the spec's, but forward draws random
+    numbers, which ``torch.func.vmap`` refuses by default (``randomness="error"``), so per-sample gradients fail."""
+
+    def __init__(self, example: Example):
+        super().__init__()
+        self.step = nn.Parameter(example.params["step"].clone())
+        self.hyper = dict(example.hyper)
+        self.dither = 0.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.dither * torch.rand_like(x)
+        return quant.lsq(x, self.step, **self.hyper)
+
+
 class SignByDivision(nn.Module):
     """Binarized weights with sign(x) computed as x / |x|: right for every nonzero weight, NaN at an exact zero
     (which the spec maps to zero_value), and the drawn weights are never exactly zero."""
@@ -620,6 +635,88 @@ class RunningShiftResetOnCopy(RunningShift):
 
     def __deepcopy__(self, memo):
         return type(self)()
+
+
+class CountsStepsPersistent(PersistentLeaky):
+    """A persistent neuron that counts its steps in a buffer: recomputation under checkpoint counts them twice."""
+
+    def __init__(self, example: Example):
+        super().__init__(example)
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.steps += x.shape[0]
+        return super().forward(x)
+
+
+class _SignWithOwnJvp(torch.autograd.Function):
+    """sign(x) (+1 at 0) with the straight-through gradient in backward, and a forward-mode rule of its own that
+    doubles the tangent: the two modes of autograd disagree (a ``jvp`` written apart from ``backward``)."""
+
+    @staticmethod
+    def forward(x):
+        return quant.sign_ste(x, zero_value=1.0).detach()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+    @staticmethod
+    def jvp(ctx, tangent):
+        return 2 * tangent
+
+
+class JvpDisagreesWithBackward(nn.Module):
+    def forward(self, x):
+        return _SignWithOwnJvp.apply(x)
+
+
+class CompilePathDropsZeroValue(nn.Module):
+    """A separate path under ``torch.compile`` (``torch.compiler.is_compiling()``, as layers that swap a custom
+    kernel for plain ops there do) that maps sign(0) to 0 where the eager path gives +1."""
+
+    def forward(self, x):
+        return torch.sign(x) if torch.compiler.is_compiling() else quant.sign_ste(x, zero_value=1.0)
+
+
+class ScriptPathDropsZeroValue(nn.Module):
+    """A separate path for TorchScript (``torch.jit.is_scripting()``) that maps sign(0) to 0 where eager gives +1."""
+
+    def forward(self, x):
+        if torch.jit.is_scripting():
+            return torch.sign(x)
+        return quant.sign_ste(x, zero_value=1.0)
+
+
+class UnpicklableOnceUsed(nn.Module):
+    """Keeps a closure made at its first call (a lazily built helper): a fresh module pickles, a used one cannot."""
+
+    def forward(self, x):
+        if not hasattr(self, "describe"):
+            self.describe = lambda: f"sign layer, first called on {tuple(x.shape)}"
+        return quant.sign_ste(x, zero_value=1.0)
+
+
+class KeepsFirstParameters(PersistentLeaky):
+    """Takes its parameters at the first call and keeps those tensors (a cache filled once): a fresh module under
+    functional_call keeps the tensors it was lent, and a used one goes on computing with its own first parameters
+    where functional_call gives others."""
+
+    def forward(self, x):
+        if not hasattr(self, "kept"):
+            self.kept = {name: getattr(self, name) for name in self.param_names}
+        spikes = []
+        hyper = {k: v for k, v in self.hyper.items() if k != "time_dim"}
+        for x_t in x.unbind(0):
+            mem = torch.zeros_like(x_t) if self.mem is None else self.mem
+            spk, _, (mem,) = neurons._leaky_core(x_t, (mem,), **self.kept, **hyper)
+            self.mem = mem
+            spikes.append(spk)
+        return torch.stack(spikes)
 
 
 def _subject(name: str, spec: str, build, *, fixed=None, param_map=None, protocol=None) -> Subject:
@@ -742,6 +839,12 @@ def _persistent(name: str, module) -> Subject:
 PERSISTENT = _persistent("persistent_leaky", PersistentLeaky)
 
 
+#: the subjects of two mutant cells each
+KEEPS_FIRST = _persistent("keeps_first_parameters", KeepsFirstParameters)
+RETURNS_STATE_BUFFER = _persistent("returns_state_buffer", ReturnsStateBuffer)
+COMPILE_PATH = _subject("compile_path_drops_zero_value", "quant.sign_ste", lambda ex: CompilePathDropsZeroValue(),
+                        fixed=_SIGN)
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("sign_zero_wrong", "quant.sign_ste", lambda ex: SignZeroWrong(), fixed=_SIGN),
            "eager", "forward_matches_spec", "forward-mismatch", "sign(0) = -1 instead of +1"),
@@ -790,7 +893,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "between calls fed one step each)"),
     Mutant(_persistent("forgets_state_when_copied", ForgetsStateWhenCopied),
            "deepcopy", "preserves_forward", "state-lost-between-calls", "the copy resets its state on every call"),
-    Mutant(_persistent("returns_state_buffer", ReturnsStateBuffer),
+    Mutant(RETURNS_STATE_BUFFER,
            "eager", "returns_no_state", "output-aliases-state", "a submodule returns its own membrane buffer"),
     Mutant(_subject("stores_input", "quant.sign_ste", lambda ex: StoresInput(), fixed=_SIGN),
            "vmap", "no_state_leak", "state-leak", "hidden state mutated under vmap (batched tensor left behind)"),
@@ -877,4 +980,47 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("exports_unknown_op", "quant.sign_ste", lambda ex: ExportsUnknownOp(), fixed=_SIGN),
            "onnx", "preserves_forward", "onnx-run-failed",
            "the export path writes an operator of its own domain, which onnxruntime does not know"),
+    Mutant(_subject("jvp_disagrees_with_backward", "quant.sign_ste", lambda ex: JvpDisagreesWithBackward(),
+                    fixed=_SIGN),
+           "jvp", "preserves_grad", "transform-changed-grad", "a forward-mode rule that doubles the tangent"),
+    Mutant(COMPILE_PATH, "compile_inductor", "preserves_forward", "transform-changed-forward",
+           "the compiled path computes sign(0) = 0 where the module gives +1"),
+    Mutant(COMPILE_PATH, "compile_dynamic", "preserves_forward", "transform-changed-forward",
+           "the compiled path computes sign(0) = 0 where the module gives +1"),
+    Mutant(_subject("script_path_drops_zero_value", "quant.sign_ste", lambda ex: ScriptPathDropsZeroValue(),
+                    fixed=_SIGN),
+           "jit_script", "preserves_forward", "transform-changed-forward",
+           "the scripted path computes sign(0) = 0 where the module gives +1"),
+    Mutant(_subject("unpicklable_once_used", "quant.sign_ste", lambda ex: UnpicklableOnceUsed(), fixed=_SIGN),
+           "pickle_used", "preserves_forward", "pickle-failed", "a closure kept from the first call"),
+    Mutant(KEEPS_FIRST, "functional_call", "no_state_leak", "state-leak",
+           "keeps the tensors functional_call lent it for its first call"),
+    Mutant(KEEPS_FIRST, "functional_call_used", "preserves_grad", "transform-changed-grad",
+           "used, computes with the parameters of its first call, not the ones functional_call gives"),
+    Mutant(_persistent("counts_steps_persistent", CountsStepsPersistent), "checkpoint_used", "state_matches_eager",
+           "state-advanced-twice", "a step counter advanced again by recomputation"),
+    Mutant(_subject("lsq_with_idle_dither", "quant.lsq", LsqWithIdleDither, param_map={"step": "step"}),
+           "per_sample_grad", "preserves_grad", "per-sample-grad-failed",
+           "draws random numbers in forward (a dither of amplitude 0), which vmap refuses"),
+    Mutant(RETURNS_STATE_BUFFER, "forward_hooks_used", "preserves_grad", "inplace-modified-saved-tensor",
+           "the membrane buffer a submodule returns is overwritten in place while backward still needs it"),
 )
+
+#: transforms (fnmatch patterns) no mutant fails, and why: each runs another project's code on the module, or the
+#: code of a transform that has a mutant, where no defect of a module's own is modelled
+WITHOUT_MUTANT = {
+    "autocast_fp16": "autocast_bf16's code in float16 on CUDA; autocast_forgets_scale runs in the GPU run",
+    "bdpy_features*": "bdpy's own feature extractor: what it shows on a correct module is bdpy's (known failures "
+                      "with reproducers); hook_capture_intact and preserves_grad fail on forward_hooks' mutants",
+    "brevitas_*": "brevitas' own ONNX exporters, which take brevitas layers only; preserves_forward through ONNX "
+                  "fails on the onnx mutants",
+    "nir_to:*": "a library's NIR importer given a correct graph: what it shows is the library's; every cause of the "
+                "exchange has a mutant of the toy library",
+    "opacus_*": "Opacus' per-sample engine: what it shows is Opacus'; the same comparison with the loop fails on "
+                "per_sample_grad's mutant",
+    "jit_script_used": "no module here that keeps state between calls can be scripted (TorchScript refuses the "
+                       "forward of each): jit_script's own mutant runs its code",
+    "module_contract_used": "the chain ends in the dtype and device it started from and a persistent neuron is reset "
+                            "before each sequence: no defect that a use leaves and the chain shows is modelled",
+}
+

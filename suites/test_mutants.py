@@ -18,7 +18,7 @@ def registered_mutants():
         registry.register(mutant.subject)
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.subject.id for m in MUTANTS])
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[f"{m.subject.id}|{m.transform}" for m in MUTANTS])
 def test_mutant_is_caught(mutant):
     if mutant.device == "cuda" and not torch.cuda.is_available():
         pytest.skip("a CUDA mutant: runs in the GPU run (scripts/gpu-run.sh)")
@@ -81,6 +81,22 @@ def test_functional_call_of_a_module_sharing_a_default_tensor_leaks_nothing():
 def test_every_check_has_a_mutant():
     covered = {m.check for m in MUTANTS}
     assert set(CHECKS) <= covered, f"checks without a mutant: {sorted(set(CHECKS) - covered)}"
+
+
+def test_every_transform_has_a_mutant_or_says_why_not():
+    """Each column can fail: a mutant is caught in it, or WITHOUT_MUTANT says why none is (and a transform listed
+    there that gained a mutant, or no longer exists, is named)."""
+    import fnmatch
+
+    from .mutants import WITHOUT_MUTANT
+
+    covered = {m.transform for m in MUTANTS}
+    ids = set(registry.transforms())
+    exempt = {t for t in ids if any(fnmatch.fnmatchcase(t, pattern) for pattern in WITHOUT_MUTANT)}
+    assert ids - covered <= exempt, f"transforms without a mutant: {sorted(ids - covered - exempt)}"
+    assert not exempt & covered, f"listed in WITHOUT_MUTANT but have a mutant: {sorted(exempt & covered)}"
+    stale = [p for p in WITHOUT_MUTANT if not any(fnmatch.fnmatchcase(t, p) for t in ids)]
+    assert not stale, f"WITHOUT_MUTANT names no transform: {stale}"
 
 
 def test_every_cause_of_the_exchange_transforms_has_a_mutant():

@@ -31,7 +31,7 @@ OPACUS = Library("opacus", "opacus", "1.6.0", dependencies=("opt_einsum",))
 
 def functional_call(ctx: Context) -> TransformRun:
     """torch.func.functional_call with other parameter values computes what a module holding them computes,
-    and leaves the module's own parameters, buffers and .grad untouched."""
+    leaves the module's own parameters, buffers and .grad untouched, and the module keeps none of the lent tensors."""
     module = build(ctx)
     before = ctx.watch(module)
     other = dict(module.named_parameters())
@@ -60,7 +60,7 @@ def functional_call(ctx: Context) -> TransformRun:
     result.against = eager(ctx, twin)
     # torch.func.functional_call documents that buffers it is not given are the module's own: a forward that
     # updates them (a neuron's membrane) updates them as an eager forward does, which is no leak
-    result.findings.leaks = leaks(module, *before, eager_buffers=dict(snapshot_buffers(twin)))
+    result.findings.leaks = leaks(module, *before, eager_buffers=dict(snapshot_buffers(twin)), given=new_params)
     return result
 
 

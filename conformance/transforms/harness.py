@@ -317,18 +317,33 @@ def snapshot_buffers(module: nn.Module) -> dict[str, torch.Tensor]:
     return {name: t.detach().clone() for name, t in module.named_buffers() if foreign_tensor(t) is None}
 
 
+def _memory(t: torch.Tensor) -> int | None:
+    """Where ``t``'s elements live (its storage's address), or None for a tensor without one of its own (empty,
+    sparse, meta)."""
+    try:
+        return t.untyped_storage().data_ptr() or None if t.numel() else None
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
 def leaks(module: nn.Module, before: dict[str, torch.Tensor], grads_before: dict[str, bool],
-          eager_buffers: dict[str, torch.Tensor] | None = None) -> list[str]:
+          eager_buffers: dict[str, torch.Tensor] | None = None, given: dict[str, torch.Tensor] | None = None,
+          ) -> list[str]:
     """What a transform left behind in ``module``: foreign tensors, changed parameters, populated .grad, changed
     buffers. ``eager_buffers``: a twin's buffers after the same computation in eager mode; a buffer left with
     exactly that value is the forward's own update (a neuron's membrane), which the transform is documented to let
-    through, not a leak."""
+    through, not a leak. ``given``: tensors the transform lent the module for the call (functional_call's, each in
+    memory of its own); the module holding one, or a view of one, after the call is a leak."""
     eager_buffers = eager_buffers or {}
+    lent = {_memory(t): name for name, t in (given or {}).items()}
+    lent.pop(None, None)
     problems = []
     for path, t in tensor_state(module).items():
         why = foreign_tensor(t)
         if why:
             problems.append(f"{path}: {why}")
+        elif lent and _memory(t) in lent:
+            problems.append(f"{path}: holds the tensor given for {lent[_memory(t)]!r} after the call")
     current = dict(list(module.named_parameters()) + list(module.named_buffers()))
     for name, old in before.items():
         new = current.get(name)
