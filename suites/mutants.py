@@ -649,6 +649,15 @@ class CountsStepsPersistent(PersistentLeaky):
         return super().forward(x)
 
 
+class ReadsMemoryAsContiguous(nn.Module):
+    """A sign kernel that reads its input's memory as if it were contiguous (as C++ code through ``data_ptr`` does):
+    right on a contiguous input, wrong on a strided view."""
+
+    def forward(self, x):
+        memory = torch.as_strided(x, (x.numel(),), (1,), x.storage_offset())
+        return quant.sign_ste(memory, zero_value=1.0).view(x.shape)
+
+
 class _SignWithOwnJvp(torch.autograd.Function):
     """sign(x) (+1 at 0) with the straight-through gradient in backward, and a forward-mode rule of its own that
     doubles the tangent: the two modes of autograd disagree (a ``jvp`` written apart from ``backward``)."""
@@ -980,6 +989,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("exports_unknown_op", "quant.sign_ste", lambda ex: ExportsUnknownOp(), fixed=_SIGN),
            "onnx", "preserves_forward", "onnx-run-failed",
            "the export path writes an operator of its own domain, which onnxruntime does not know"),
+    Mutant(_subject("reads_memory_as_contiguous", "quant.sign_ste", lambda ex: ReadsMemoryAsContiguous(),
+                    fixed=_SIGN),
+           "strided_input", "preserves_forward", "transform-changed-forward",
+           "reads the input's memory as if it were contiguous"),
     Mutant(_subject("jvp_disagrees_with_backward", "quant.sign_ste", lambda ex: JvpDisagreesWithBackward(),
                     fixed=_SIGN),
            "jvp", "preserves_grad", "transform-changed-grad", "a forward-mode rule that doubles the tangent"),

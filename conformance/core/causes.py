@@ -51,6 +51,7 @@ CAUSES: dict[str, str] = {
     "object-shared-between-builds": "two separately built modules hold one mutable object (not a module or tensor) "
                                     "as an attribute: setting a field on one changes the other",
     "state-dict-mismatch": "load_state_dict into a fresh instance failed or did not restore the outputs",
+    "strided-input-failed": "the module raised on its input given as a strided (non-contiguous) view",
     "functional-call-failed": "torch.func.functional_call raised",
     "vmap-unsupported": "torch.func.vmap raised",
     "jvp-unsupported": "forward-mode AD raised",

@@ -103,6 +103,11 @@ def _known(function: str, layer: str, kernel: str, script: str) -> tuple[Known, 
                 reason=f"the C++ forward reads input and weight through data_ptr<float>() and allocates a float32 "
                        f"output: {dtype} raises 'expected scalar type Float but found {name}'")
           for dtype, name in (("float64", "Double"), ("bfloat16", "BFloat16"))),
+        Known(transform="strided_input", check="preserves_forward", cause="transform-changed-forward", link=kernel,
+              reproducer=f"{script}_strided_input.py",
+              reason="the C++ forward reads the input through data_ptr<float>() as if it were contiguous, and no "
+                     "one calls .contiguous(): a strided view (a slice of a larger tensor) is read as the values "
+                     "around it"),
         Known(transform="compile_inductor", cause=_PYBIND_BREAK, link=layer, reason=untraced,
               reproducer=f"{script}_compile_graph_break.py"),
         *(Known(transform=t, check="no_graph_breaks", cause=_SKIPPED_CALL, also=(_PYBIND_BREAK,), link=layer,

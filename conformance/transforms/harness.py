@@ -211,13 +211,21 @@ def reset(ctx: Context, module: nn.Module | None) -> None:
             method()
 
 
+def _copy_keeping_layout(x: torch.Tensor) -> torch.Tensor:
+    """A copy of ``x`` with its strides, gaps included (``clone`` makes a view with gaps contiguous); a tensor whose
+    elements share memory (an expanded one) is copied contiguously."""
+    if x.numel() > 1 and 0 in x.stride():
+        return x.clone(memory_format=torch.contiguous_format)
+    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).copy_(x)
+
+
 def run_forward_backward(ctx: Context, call: Callable[[torch.Tensor], torch.Tensor], module: nn.Module | None,
                          x: torch.Tensor | None = None, *, name: str = "forward") -> TransformRun:
     """Output and gradients (input and every mapped parameter) of ``call`` for the context's cotangent, the input
     fed as ``drive`` feeds it."""
     x = ctx.input() if x is None else x
     want_grad = ctx.differentiable
-    x = x.detach().clone().requires_grad_(want_grad and x.is_floating_point())
+    x = _copy_keeping_layout(x.detach()).requires_grad_(want_grad and x.is_floating_point())
     y = drive(ctx, call, x, module, name=name)
     grads = None
     if want_grad:
