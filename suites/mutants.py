@@ -220,9 +220,12 @@ class PersistentLeaky(SpecModule):
     def remember(self, mem: torch.Tensor) -> torch.Tensor:
         return mem
 
+    def step_parameters(self) -> dict[str, torch.Tensor]:
+        return {name: getattr(self, name) for name in self.param_names}
+
     def forward(self, x):
         spikes = []
-        params = {name: getattr(self, name) for name in self.param_names}
+        params = self.step_parameters()
         hyper = {k: v for k, v in self.hyper.items() if k != "time_dim"}
         for x_t in x.unbind(0):
             mem = torch.zeros_like(x_t) if self.mem is None else self.mem
@@ -715,17 +718,10 @@ class KeepsFirstParameters(PersistentLeaky):
     functional_call keeps the tensors it was lent, and a used one goes on computing with its own first parameters
     where functional_call gives others."""
 
-    def forward(self, x):
+    def step_parameters(self) -> dict[str, torch.Tensor]:
         if not hasattr(self, "kept"):
-            self.kept = {name: getattr(self, name) for name in self.param_names}
-        spikes = []
-        hyper = {k: v for k, v in self.hyper.items() if k != "time_dim"}
-        for x_t in x.unbind(0):
-            mem = torch.zeros_like(x_t) if self.mem is None else self.mem
-            spk, _, (mem,) = neurons._leaky_core(x_t, (mem,), **self.kept, **hyper)
-            self.mem = mem
-            spikes.append(spk)
-        return torch.stack(spikes)
+            self.kept = super().step_parameters()
+        return self.kept
 
 
 def _subject(name: str, spec: str, build, *, fixed=None, param_map=None, protocol=None) -> Subject:
