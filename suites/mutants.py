@@ -652,6 +652,16 @@ class CountsStepsPersistent(PersistentLeaky):
         return super().forward(x)
 
 
+class ClipsInputInPlace(nn.Module):
+    """Clips its input to [-1, 1] in place, outside autograd, before the sign (a copy saved): the output and the
+    identity STE's gradient are right, and the caller's tensor is clipped."""
+
+    def forward(self, x):
+        with torch.no_grad():
+            x.clamp_(-1.0, 1.0)
+        return quant.sign_ste(x, zero_value=1.0)
+
+
 class ReadsMemoryAsContiguous(nn.Module):
     """A sign kernel that reads its input's memory as if it were contiguous (as C++ code through ``data_ptr`` does):
     right on a contiguous input, wrong on a strided view."""
@@ -985,6 +995,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("exports_unknown_op", "quant.sign_ste", lambda ex: ExportsUnknownOp(), fixed=_SIGN),
            "onnx", "preserves_forward", "onnx-run-failed",
            "the export path writes an operator of its own domain, which onnxruntime does not know"),
+    Mutant(_subject("clips_input_in_place", "quant.sign_ste", lambda ex: ClipsInputInPlace(), fixed=_SIGN),
+           "eager", "input_intact", "input-modified", "clips the caller's input in place"),
     Mutant(_subject("reads_memory_as_contiguous", "quant.sign_ste", lambda ex: ReadsMemoryAsContiguous(),
                     fixed=_SIGN),
            "strided_input", "preserves_forward", "transform-changed-forward",

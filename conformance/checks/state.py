@@ -103,7 +103,19 @@ def check_returns_no_state(ctx: Context, out: TransformRun, truth: Truth, transf
     return 0
 
 
+def check_input_intact(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
+    """The module leaves its input as it was given: it is the previous layer's output, which the caller or a
+    residual connection may read again."""
+    if out.findings.input_modified is None:
+        raise RuntimeError(f"{transform} made no run with an input to watch for input_intact")
+    if out.findings.input_modified:
+        raise CheckFailed("input-modified", "the forward changed its input in place: "
+                          + "; ".join(out.findings.input_modified))
+    return 0
+
+
 CHECKS = (
+    Check("input_intact", check_input_intact),
     Check("copy_independent", check_copy_independent),
     Check("no_state_leak", check_no_state_leak, after_failure=left_after_failure),
     Check("state_matches_eager", check_state_matches_eager),

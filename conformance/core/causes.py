@@ -23,6 +23,8 @@ CAUSES: dict[str, str] = {
     "state-advanced-twice": "recomputation (checkpoint) advanced the module's state a second time",
     "state-lost-between-calls": "fed one time step per call, the module agrees on the first call and parts later: "
                                 "the state it carries from call to call is lost, reset, frozen or not its own",
+    "input-modified": "the module changed the caller's input in place (the previous layer's output, which a "
+                      "residual connection or the caller may still read)",
     "output-aliases-state": "a tensor the module returned is its own state: an in-place op on it changes what the "
                             "next call computes",
     "reset-failed": "the method a user resets the module with between sequences raised",

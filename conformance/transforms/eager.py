@@ -7,7 +7,7 @@ import dataclasses
 import torch
 from torch import nn
 
-from .harness import Context, Transform, TransformRun, build, eager, stage, tensor_state
+from .harness import Context, Transform, TransformRun, build, drive, eager, stage, tensor_state
 
 #: where these transforms stand in the table (and the report's columns)
 ORDER = 0
@@ -22,12 +22,28 @@ def eager_transform(ctx: Context) -> TransformRun:
     first = eager(ctx, module)
     second = eager(ctx, module)
     first.findings.second_call = second.y
+    first.findings.input_modified = modified_input(ctx, build(ctx))
     if ctx.persistent:
         whole = build(dataclasses.replace(ctx, persistent=False))  # the subject's one-call view
         with stage("forward"), torch.no_grad():
             first.findings.one_call = whole(ctx.input()).detach()
         first.findings.aliased = returned_state(ctx, build(ctx))
     return first
+
+
+def modified_input(ctx: Context, module: nn.Module) -> list[str]:
+    """Fed its input as another layer's output (not a leaf of the graph, so autograd lets an in-place op on it
+    pass), what the module's forward changed of it: an in-place clamp or sign on the input clobbers a tensor the
+    caller or a residual connection still reads."""
+    source = ctx.input().clone().requires_grad_(ctx.differentiable and ctx.input().is_floating_point())
+    x = source * 1 if source.requires_grad else source.clone()
+    before = x.detach().clone()
+    drive(ctx, module, x, module)
+    after = x.detach()
+    same = (after == before) | (after.isnan() & before.isnan()) if after.is_floating_point() else after == before
+    changed = int((~same).sum())
+    return [f"{changed} of {after.numel()} elements changed, the first at index "
+            f"{tuple(int(i) for i in (~same).nonzero()[0])}"] if changed else []
 
 
 def returned_state(ctx: Context, module: nn.Module) -> list[str]:
@@ -73,7 +89,7 @@ def returned_state(ctx: Context, module: nn.Module) -> list[str]:
 
 TRANSFORMS = (
     Transform("eager", eager_transform,
-              ("forward_matches_spec", "grad_matches_spec", "output_dtype", "deterministic", "calls_compose",
-               "returns_no_state"),
+              ("forward_matches_spec", "grad_matches_spec", "output_dtype", "deterministic", "input_intact",
+               "calls_compose", "returns_no_state"),
               dtypes=("float32", "float64", "bfloat16"), protocol=True),
 )

@@ -146,6 +146,8 @@ class Findings:
     one_call: torch.Tensor | None = None
     #: what a persistent subject returned that was its own state ("call 2: ... changed the module's state v")
     aliased: list[str] | None = None
+    #: what the module changed of an input it was given as another layer's output (None: not looked at)
+    input_modified: list[str] | None = None
     #: (transformed, eager) outputs for a second batch size
     second_shape: tuple[torch.Tensor, torch.Tensor] | None = None
     #: the backward's failure: the forward is still judged (a forward-only layer is judged on its forward), the
