@@ -1044,4 +1044,3 @@ WITHOUT_MUTANT = {
     "module_contract_used": "the chain ends in the dtype and device it started from and a persistent neuron is reset "
                             "before each sequence: no defect that a use leaves and the chain shows is modelled",
 }
-

@@ -35,7 +35,8 @@ def modified_input(ctx: Context, module: nn.Module) -> list[str]:
     """Fed its input as another layer's output (not a leaf of the graph, so autograd lets an in-place op on it
     pass), what the module's forward changed of it: an in-place clamp or sign on the input clobbers a tensor the
     caller or a residual connection still reads."""
-    source = ctx.input().clone().requires_grad_(ctx.differentiable and ctx.input().is_floating_point())
+    given = ctx.input()
+    source = given.clone().requires_grad_(ctx.differentiable and given.is_floating_point())
     x = source * 1 if source.requires_grad else source.clone()
     before = x.detach().clone()
     drive(ctx, module, x, module)

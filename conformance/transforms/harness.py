@@ -330,8 +330,10 @@ def snapshot_buffers(module: nn.Module) -> dict[str, torch.Tensor]:
 def _memory(t: torch.Tensor) -> int | None:
     """Where ``t``'s elements live (its storage's address), or None for a tensor without one of its own (empty,
     sparse, meta)."""
+    if not t.numel():
+        return None
     try:
-        return t.untyped_storage().data_ptr() or None if t.numel() else None
+        return t.untyped_storage().data_ptr() or None
     except (RuntimeError, NotImplementedError):
         return None
 
@@ -345,15 +347,14 @@ def leaks(module: nn.Module, before: dict[str, torch.Tensor], grads_before: dict
     through, not a leak. ``given``: tensors the transform lent the module for the call (functional_call's, each in
     memory of its own); the module holding one, or a view of one, after the call is a leak."""
     eager_buffers = eager_buffers or {}
-    lent = {_memory(t): name for name, t in (given or {}).items()}
-    lent.pop(None, None)
+    lent = {memory: name for name, t in (given or {}).items() if (memory := _memory(t)) is not None}
     problems = []
     for path, t in tensor_state(module).items():
         why = foreign_tensor(t)
         if why:
             problems.append(f"{path}: {why}")
-        elif lent and _memory(t) in lent:
-            problems.append(f"{path}: holds the tensor given for {lent[_memory(t)]!r} after the call")
+        elif lent and (name := lent.get(_memory(t))) is not None:
+            problems.append(f"{path}: holds the tensor given for {name!r} after the call")
     current = dict(list(module.named_parameters()) + list(module.named_buffers()))
     for name, old in before.items():
         new = current.get(name)

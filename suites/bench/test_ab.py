@@ -335,6 +335,7 @@ def test_a_stop_signal_while_a_round_starts_still_stops_that_round(tmp_path, mon
         return started[-1]
 
     monkeypatch.setattr(rounds.subprocess, "Popen", popen_then_sigterm)
+
     def stop(signum, frame):
         sys.exit(128 + signum)
 
