@@ -31,7 +31,7 @@ EXPECT = re.compile(r"^#\s*expect:\s*(.*?)\s*$", re.M)
 REQUIRES = re.compile(r"^#\s*requires:\s*(.*?)\s*$", re.M)
 KNOWN_REQUIREMENTS = {"cuda"}
 #: What a script must not import: this project (it must run where only the library is installed) and test tools.
-FORBIDDEN_IMPORTS = {"conformance", "reference", "suites", "hypothesis", "pytest"}
+FORBIDDEN_IMPORTS = {"conformance", "qsnn_reference", "suites", "hypothesis", "pytest"}
 TIMEOUT_S = 180.0
 
 REPRODUCES, PASSES, FAILS_OTHERWISE, TIMEOUT, SKIP = "reproduces", "PASSES", "FAILS OTHERWISE", "TIMEOUT", "skip"

@@ -146,7 +146,7 @@ if has kernels; then
   # the torch.compile baselines cost 50-90 s per neuron with a cold cache: only when the stage has the time
   compile_flag=""
   [ "$limit" -lt "${GPU_RUN_KERNELS_COMPILE_S:-450}" ] && compile_flag="--no-compile"
-  timeout "$limit" python3 -m kernels.bench_gpu --budget-s $((limit - 30)) $compile_flag --out "$out/kernels-cuda.json" \
+  timeout "$limit" python3 -m qsnn_kernels.bench_gpu --budget-s $((limit - 30)) $compile_flag --out "$out/kernels-cuda.json" \
     > "$out/kernels.log" 2>&1 \
     || status=1
   tail -25 "$out/kernels.log"

@@ -16,7 +16,7 @@ from torch import nn
 
 from conformance.core.types import CallProtocol, Example, Subject
 from conformance.subjects.reference import SpecModule
-from reference import neurons, packing, quant, surrogate
+from qsnn_reference import neurons, packing, quant, surrogate
 
 
 class Mutant(NamedTuple):

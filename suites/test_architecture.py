@@ -1,5 +1,5 @@
 """The layout's promises, tested: no import circle (imports inside functions count), dependencies point down
-(reference/ imports torch only; the records and the report do not import the framework's heart), and a new library,
+(qsnn_reference/ imports torch only; the records and the report do not import the framework's heart), and a new library,
 transform or check is one module plus the expectations of its cells.
 """
 
@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("conformance", "reference", "kernels")
+PACKAGES = ("conformance", "qsnn_reference", "qsnn_kernels")
 
 
 def modules() -> dict[str, Path]:
@@ -124,8 +124,8 @@ def test_the_cycle_finder_sees_a_circle_through_a_function_level_import(tmp_path
 def test_dependencies_point_down():
     graph = import_graph()
     for name, targets in graph.items():
-        if name.startswith("reference"):
-            assert all(t.startswith("reference") for t in targets), (name, targets)
+        if name.startswith("qsnn_reference"):
+            assert all(t.startswith("qsnn_reference") for t in targets), (name, targets)
         if name.startswith(("conformance.core", "conformance.records")):
             above = [t for t in targets if t.startswith(("conformance.checks", "conformance.transforms",
                                                          "conformance.registry", "conformance.runner",
@@ -147,7 +147,7 @@ LIBRARY = Library("toylib", "toylib", "0.1")
 
 
 def build(example):
-    from reference import quant
+    from qsnn_reference import quant
 
     return SpecModule(quant.sign_ste, {}, example.hyper)
 

@@ -76,7 +76,7 @@ FAULTY = textwrap.dedent('''
 
     from conformance.subjects.reference import SpecModule
     from conformance.api import Subject
-    from reference import quant
+    from qsnn_reference import quant
 
     def crash(example):
         os._exit(7)
@@ -188,7 +188,7 @@ def test_the_readme_example_is_isolated_without_xdist(tmp_path):
         from conformance.api import check_cell, parametrize_with_checks
         from conformance.subjects.reference import SpecModule
         from conformance.api import Subject
-        from reference import quant
+        from qsnn_reference import quant
         import faultylib
 
         def build(example):
@@ -405,7 +405,7 @@ def test_records_and_caches_go_under_the_rootdir(tmp_path):
         import os
         from conformance.api import Subject, check_cell, parametrize_with_checks
         from conformance.subjects.reference import SpecModule
-        from reference import quant
+        from qsnn_reference import quant
 
         SIGN = Subject(id="mylib.Sign", spec="quant.sign_ste", library="mylib", fixed={"zero_value": 1.0},
                        build=lambda example: SpecModule(quant.sign_ste, {}, example.hyper))

@@ -143,7 +143,7 @@ def test_a_missing_library_skips_with_the_reason():
 
 def test_known_failures_are_strict():
     from conformance.subjects.reference import SpecModule
-    from reference import quant
+    from qsnn_reference import quant
 
     passing = _register(Subject(
         id="framework.known_but_passing", spec="quant.sign_ste", library="framework", fixed={"zero_value": 1.0},
@@ -157,7 +157,7 @@ def test_known_failures_are_strict():
 
 def test_examples_scale_draws_fewer_examples_on_its_device():
     from conformance.subjects.reference import SpecModule
-    from reference import quant
+    from qsnn_reference import quant
 
     built = []
 
@@ -180,7 +180,7 @@ def test_cell_examples_ignore_constants_in_loaded_modules(tmp_path, monkeypatch)
     import importlib
 
     from conformance.subjects.reference import SpecModule
-    from reference import neurons
+    from qsnn_reference import neurons
 
     seen: list = []
 
@@ -329,7 +329,7 @@ def test_two_workers_survive_a_crash_and_a_hang_in_c_and_finish(tmp_path):
         from conformance.api import parametrize_with_checks
         from conformance.subjects.reference import SpecModule
         from conformance.api import Subject
-        from reference import quant
+        from qsnn_reference import quant
 
         def crash(example):
             os._exit(7)
@@ -556,7 +556,7 @@ def test_resume_finishes_a_stopped_run_without_running_recorded_cells_again(tmp_
         from conformance.api import parametrize_with_checks
         from conformance.subjects.reference import SpecModule
         from conformance.api import Subject
-        from reference import quant
+        from qsnn_reference import quant
 
         def crash(example):
             os._exit(7)

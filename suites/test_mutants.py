@@ -157,7 +157,7 @@ class _KeepsLastMembrane(torch.nn.Module):
     def __init__(self, example):
         super().__init__()
         from conformance.subjects.reference import SpecModule
-        from reference import neurons
+        from qsnn_reference import neurons
 
         self.neuron = SpecModule(neurons.leaky, example.params, example.hyper)
         self.register_buffer("last", torch.zeros(()))
@@ -405,7 +405,7 @@ class _DoublesEveryGradient(torch.nn.Module):
     def __init__(self, example):
         super().__init__()
         from conformance.subjects.reference import SpecModule
-        from reference import neurons
+        from qsnn_reference import neurons
 
         self.neuron = SpecModule(neurons.leaky, example.params, example.hyper)
 

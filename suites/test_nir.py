@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from reference.nir import UnsupportedGraph, simulate
+from qsnn_reference.nir import UnsupportedGraph, simulate
 
 nir = pytest.importorskip("nir")
 

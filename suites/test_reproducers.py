@@ -95,7 +95,7 @@ def test_the_runner_tells_a_reproduction_from_a_fix_a_broken_script_and_a_hang(s
 
 @pytest.mark.parametrize("body, complaint", [
     ('"""Doc."""\nimport conformance.registry\n# expect: Error\n', "imports 'conformance.registry'"),
-    ('"""Doc."""\nfrom reference import quant\n# expect: Error\n', "imports 'reference'"),
+    ('"""Doc."""\nfrom qsnn_reference import quant\n# expect: Error\n', "imports 'qsnn_reference'"),
     ('"""Doc."""\nfrom . import sibling\n# expect: Error\n', "imports '.'"),
     ('"""Doc."""\nimport torch\n', "exactly one non-empty '# expect:"),
     ('"""Doc."""\n# expect: A\n# expect: B\n', "exactly one non-empty '# expect:"),

@@ -52,7 +52,8 @@ MARGIN = 0.08
 MIN_ROUNDS = 6             # rounds of a case needed on each side to judge it
 TRIALS = 400               # simulated runs per case for its detection power
 COMMIT_FILE = Path("reports") / "bench" / "gate-commit.json"
-CODE_PATHS = ("conformance", "reference", "kernels", "pyproject.toml")
+#: the top-level packages of every commit the gate may compare with (before 2026-12-07 ``reference`` and ``kernels``)
+CODE_PATHS = ("conformance", "qsnn_reference", "qsnn_kernels", "reference", "kernels", "pyproject.toml")
 
 
 # ------------------------------------------------------------------------------------------------ the baseline

@@ -1,4 +1,4 @@
-"""An exported graph means what the module computes: NIR's own equations (reference.nir) run on it agree with the
+"""An exported graph means what the module computes: NIR's own equations (qsnn_reference.nir) run on it agree with the
 eager module."""
 
 from __future__ import annotations

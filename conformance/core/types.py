@@ -1,6 +1,6 @@
 """The few records the framework is built from. All frozen: a declaration never changes after import.
 
-Spec      what an op or neuron must compute (a pure function in ``reference/``) and how to draw inputs.
+Spec      what an op or neuron must compute (a pure function in ``qsnn_reference/``) and how to draw inputs.
 Example   one drawn input: the tensor ``x``, the learnable tensors ``params`` and the plain ``hyper``.
 Subject   one implementation under test: a factory that builds a fresh ``nn.Module`` for an Example.
 Known     one known failure: which cells it covers, why, and the evidence.

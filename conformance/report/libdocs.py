@@ -172,7 +172,7 @@ def _example(recs: list) -> list[str]:
 #: A traceback's file paths as any reader's machine has them: an installed package's from site-packages/ on (the
 #: GPU run installs into a private folder, scripts/gpu-run.sh), the project's from its own folders on.
 _INSTALLED = re.compile(r'(?:(?<=")|(?<=\s)|^)[^"\s]*?/(?:site-packages|conformance-site|kernels-site)/')
-_PROJECT = re.compile(r'(?<=")[^"]*?/(?=(?:conformance|reference|kernels|suites)/)')
+_PROJECT = re.compile(r'(?<=")[^"]*?/(?=(?:conformance|qsnn_reference|qsnn_kernels|suites)/)')
 
 
 def _portable(line: str) -> str:

@@ -1,4 +1,4 @@
-"""Declarations of the specs: for each function of ``reference/``, its hyperparameters, the domain its examples are
+"""Declarations of the specs: for each function of ``qsnn_reference/``, its hyperparameters, the domain its examples are
 drawn from, its decision margins and shape rules (:class:`~conformance.core.types.Spec`)."""
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from conformance.core import strategies as cs
 from conformance.core.types import Example, Spec
-from reference import neurons as N
-from reference import surrogate as S
+from qsnn_reference import neurons as N
+from qsnn_reference import surrogate as S
 
 # --- surrogates -----------------------------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from conformance.core import strategies as S
 from conformance.core.types import Example, Spec
-from reference import binary, packing, quant
+from qsnn_reference import binary, packing, quant
 
 _FAR = 0.02  # distance kept from nonzero decision points (bfloat16 spacing near 1 is 2^-7)
 _FRACTIONS = st.floats(0.1, 0.4) | st.floats(-0.4, -0.1)  # offsets from an integer level, away from 0 and 0.5

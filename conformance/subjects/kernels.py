@@ -1,4 +1,4 @@
-"""This project's own Triton kernels (package ``kernels/``) as subjects, judged by the specs like any library.
+"""This project's own Triton kernels (package ``qsnn_kernels/``) as subjects, judged by the specs like any library.
 
 CUDA cells run the compiled kernels; CPU cells run the same kernel source through Triton's interpreter
 (correctness only, small drawn shapes), so every change to kernel logic is checked on a machine without a GPU.
@@ -19,35 +19,35 @@ from . import load_parameters
 TRITON = Library("triton", "triton", "3.9.0", gpu=False)
 LIBRARY = "kernels"
 REQUIRES = ("triton",)
-_SRC = "kernels/"
+_SRC = "qsnn_kernels/"
 
 _ZERO_VALUES = st.sampled_from([1.0, -1.0])  # a packed bit has no 0
 _BINARY_INPUTS = st.sampled_from(["ste", "clipped_ste", "approx_sign", "hardtanh_ste"])  # "none" is a float layer
 
 
 def _devices() -> frozenset[str]:
-    """cuda always; cpu where Triton's interpreter can run the kernels (kernels._runtime.interpreter_problem)."""
-    from kernels._runtime import interpreter_problem
+    """cuda always; cpu where Triton's interpreter can run the kernels (qsnn_kernels._runtime.interpreter_problem)."""
+    from qsnn_kernels._runtime import interpreter_problem
 
     return frozenset({"cuda"}) if interpreter_problem() else frozenset({"cpu", "cuda"})
 
 
 def _build_pack(example: Example) -> nn.Module:
-    from kernels.binary import PackSigns
+    from qsnn_kernels.binary import PackSigns
 
     h = example.hyper
     return PackSigns(dim=h["dim"], bit_order=h["bit_order"], pad=h["pad"])
 
 
 def _build_matmul(example: Example) -> nn.Module:
-    from kernels.binary import BinaryMatmul
+    from qsnn_kernels.binary import BinaryMatmul
 
     n, k = example.params["w"].shape
     return load_parameters(BinaryMatmul(k, n, zero_value=example.hyper["zero_value"]), dict(example.params))
 
 
 def _build_linear(example: Example) -> nn.Module:
-    from kernels.binary import BinaryLinear
+    from qsnn_kernels.binary import BinaryLinear
 
     h = example.hyper
     n, k = example.params["weight"].shape
@@ -57,7 +57,7 @@ def _build_linear(example: Example) -> nn.Module:
 
 
 def _build_conv(example: Example) -> nn.Module:
-    from kernels.binary import BinaryConv2d
+    from qsnn_kernels.binary import BinaryConv2d
 
     h = example.hyper
     cout, cin_g, k, _ = example.params["weight"].shape
@@ -69,7 +69,7 @@ def _build_conv(example: Example) -> nn.Module:
 
 
 def _build_leaky(example: Example) -> nn.Module:
-    from kernels.lif import Leaky
+    from qsnn_kernels.lif import Leaky
 
     h = example.hyper
     module = Leaky(reset_mechanism=h["reset_mechanism"], reset_delay=h["reset_delay"], surrogate=h["surrogate"],
@@ -78,7 +78,7 @@ def _build_leaky(example: Example) -> nn.Module:
 
 
 def _build_sj_lif(example: Example) -> nn.Module:
-    from kernels.lif import SJLIF
+    from qsnn_kernels.lif import SJLIF
 
     h = example.hyper
     return SJLIF(h["tau"], decay_input=h["decay_input"], v_threshold=h["v_threshold"], v_reset=h["v_reset"],

@@ -1,5 +1,5 @@
 """norse 1.1 (``norse.torch``): ``LIFCell``, ``LIFBoxCell``, the ``LIF`` sequence module and the surrogate
-``threshold`` functions that map onto :mod:`reference.surrogate`.
+``threshold`` functions that map onto :mod:`qsnn_reference.surrogate`.
 
 Why ``param_map`` is empty for every norse subject (parameter gradients are not judged): norse 1.1 keeps its neuron
 parameters in a ``LIFParameters``/``LIFBoxParameters`` named tuple (``module.p``, a ``pytree.StateTuple``), not as

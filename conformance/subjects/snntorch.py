@@ -65,7 +65,7 @@ def factory_kwargs(name: str, hyper: Mapping[str, Any]) -> dict[str, Any]:
 
 def spec_default_alpha(name: str) -> float | None:
     """The spec's default for the primary parameter of surrogate ``name`` (None when it has none)."""
-    from reference import surrogate as S
+    from qsnn_reference import surrogate as S
 
     parameter = inspect.signature(getattr(S, name)).parameters.get("alpha")
     return None if parameter is None else parameter.default

@@ -1,5 +1,5 @@
 """spikingjelly 2.0 (``spikingjelly.activation_based``): IF, LIF and PLIF nodes, single- and multi-step, and the
-surrogate functions that map onto :mod:`reference.surrogate`.
+surrogate functions that map onto :mod:`qsnn_reference.surrogate`.
 
 spikingjelly 2.0 has no ``backend=`` argument any more (no cupy backend): the multi-step path picks its
 implementation from the input's device and dtype (``functional.neuron.lif_multi_step`` and friends: a registered

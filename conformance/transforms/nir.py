@@ -3,7 +3,7 @@ written to a NIR file and read back (``nir.write`` / ``nir.read``, HDF5), import
 (``nir_roundtrip``) or by another (``nir_to:<library>``), run over the same input steps.
 
 Judged against the exporting library's eager network (``preserves_forward``), and the exported graph itself against
-what it declares: ``nir_graph_matches_module`` runs the graph with ``reference.nir`` (NIR's node equations, forward
+what it declares: ``nir_graph_matches_module`` runs the graph with ``qsnn_reference.nir`` (NIR's node equations, forward
 Euler at the exporter's dt) and compares with the eager network, so a wrong export is told apart from a wrong import.
 
 Each library's exchange (docs/nir.md has the parameter mapping of each): the dt it exports at, its exporter and its
@@ -254,9 +254,9 @@ class NirFindings:
 
 
 def nir_graph(ctx: Context) -> TransformRun:
-    """The exported graph (through a NIR file) run by reference.nir, NIR's node equations at the exporter's dt:
+    """The exported graph (through a NIR file) run by qsnn_reference.nir, NIR's node equations at the exporter's dt:
     what the graph declares equals what the module computes."""
-    from reference.nir import UnsupportedGraph, simulate
+    from qsnn_reference.nir import UnsupportedGraph, simulate
 
     module = build(ctx)
     x = ctx.input().detach()

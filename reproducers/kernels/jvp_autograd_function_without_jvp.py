@@ -10,8 +10,8 @@ On the CPU the kernels run in Triton's interpreter, so the shapes are tiny.
 # expect: NotImplementedError: You must implement the jvp function for custom autograd.Function
 import torch
 
-from kernels.binary import BinaryConv2d, BinaryLinear, BinaryMatmul
-from kernels.lif import SJLIF, Leaky
+from qsnn_kernels.binary import BinaryConv2d, BinaryLinear, BinaryMatmul
+from qsnn_kernels.lif import SJLIF, Leaky
 
 torch.manual_seed(0)
 cases = [  # (module as the adapter builds it, input)

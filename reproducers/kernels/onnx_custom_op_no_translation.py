@@ -9,7 +9,7 @@ https://pytorch.org/docs/stable/onnx_dynamo.html
 """
 # expect: ConversionError: Failed to convert the exported program to an ONNX model
 import torch
-from kernels.binary import BinaryLinear
+from qsnn_kernels.binary import BinaryLinear
 
 layer = BinaryLinear(32, 4, bias=True)
 torch.onnx.export(layer, (torch.randn(2, 32),), dynamo=True, verbose=False)

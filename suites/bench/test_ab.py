@@ -226,7 +226,7 @@ def test_without_a_commit_file_the_gate_says_it_reads_recorded_ratios(tmp_path, 
 def test_the_baseline_code_is_extracted_once_and_importable(tmp_path):
     head = ab.resolve("HEAD")
     code = ab.baseline_code(head, tmp_path)
-    assert (code / "conformance" / "bench" / "rounds.py").exists() and (code / "reference").is_dir()
+    assert (code / "conformance" / "bench" / "rounds.py").exists() and (code / "qsnn_reference").is_dir()
     assert not (code / "suites").exists() and not (code / "reports").exists()
     marker = code / "marker"
     marker.write_text("kept")

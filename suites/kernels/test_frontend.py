@@ -16,9 +16,9 @@ import torch
 
 triton = pytest.importorskip("triton")
 
-from kernels import _runtime  # noqa: E402
-from kernels import binary as B  # noqa: E402
-from kernels import lif as L  # noqa: E402
+from qsnn_kernels import _runtime  # noqa: E402
+from qsnn_kernels import binary as B  # noqa: E402
+from qsnn_kernels import lif as L  # noqa: E402
 
 #: torch dtype -> Triton's name of the pointer's element type
 _ELEMENT = {torch.float32: "fp32", torch.float64: "fp64", torch.float16: "fp16", torch.bfloat16: "bf16",

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 pytest.importorskip("triton")
 
 from conformance.core.tolerance import tolerance  # noqa: E402
-from kernels import binary as B  # noqa: E402
-from kernels import lif as L  # noqa: E402
-from reference import binary as RB  # noqa: E402
-from reference import neurons as N  # noqa: E402
-from reference import packing as P  # noqa: E402
+from qsnn_kernels import binary as B  # noqa: E402
+from qsnn_kernels import lif as L  # noqa: E402
+from qsnn_reference import binary as RB  # noqa: E402
+from qsnn_reference import neurons as N  # noqa: E402
+from qsnn_reference import packing as P  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # KERNEL_TEST_EXAMPLES: fewer drawn examples (each new shape class compiles kernels on CUDA)
@@ -231,7 +231,7 @@ def test_fp8_sums_are_exact_at_the_largest_k():
 
 def test_no_python_float_reaches_a_lif_kernel(monkeypatch):
     # a compiled Triton kernel takes a Python float as fp32: float64 runs would get rounded constants
-    from kernels import _runtime
+    from qsnn_kernels import _runtime
 
     seen = []
     original = _runtime.Kernel.__call__

@@ -1,9 +1,9 @@
-"""The CUDA launch path's cache (kernels._runtime): which calls reuse a compiled kernel without Triton's binder.
+"""The CUDA launch path's cache (qsnn_kernels._runtime): which calls reuse a compiled kernel without Triton's binder.
 Runs on the CPU with stand-ins for Triton's JIT function and compiled kernel (no GPU needed)."""
 
 import torch
 
-from kernels import _runtime as R
+from qsnn_kernels import _runtime as R
 
 
 class CompiledStandIn:

@@ -1,4 +1,4 @@
-"""The LIF front ends' eager fast path (``kernels.lif._eager``): plain eager calls skip the dispatcher and
+"""The LIF front ends' eager fast path (``qsnn_kernels.lif._eager``): plain eager calls skip the dispatcher and
 ``Function.apply``'s Python layer, anything traced goes through the operators, and both give the same bits."""
 
 import pytest
@@ -7,7 +7,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 pytest.importorskip("triton")
 
-from kernels import lif as L  # noqa: E402
+from qsnn_kernels import lif as L  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

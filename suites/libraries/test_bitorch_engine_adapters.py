@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from conformance import registry
 from conformance.core.types import Example
 from conformance.subjects import bitorch_engine as adapters
-from reference import binary
+from qsnn_reference import binary
 
 SUBJECTS = [s.id for s in adapters.subjects()]
 LAYER = dict(input_quant="clipped_ste", threshold=1.0, zero_value=1.0, weight_scaling="none")

@@ -11,7 +11,7 @@ import torch
 from conformance.core.types import Example
 from conformance.subjects import bitorch as bitorch_adapters
 from conformance.subjects import brevitas as brevitas_adapters
-from reference import binary, quant
+from qsnn_reference import binary, quant
 
 
 def conv_example(*, pad_value: float, padding: int = 1) -> Example:

@@ -10,7 +10,7 @@ from conformance.core.types import Example
 from conformance.subjects import norse as norse_subjects
 from conformance.subjects import sinabs as sinabs_subjects
 from conformance.subjects import spikingjelly as sj_subjects
-from reference import neurons, surrogate
+from qsnn_reference import neurons, surrogate
 
 
 def _subject(module, subject_id):

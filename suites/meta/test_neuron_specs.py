@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.specs.neuron import EXACT_NEURON_EDGES, SPECS
-from reference import neurons as N
-from reference import surrogate as S
+from qsnn_reference import neurons as N
+from qsnn_reference import surrogate as S
 
 NEURON_SPECS = {spec.id.split(".", 1)[1]: spec for spec in SPECS if spec.family == "neuron"}
 NAMES = sorted(NEURON_SPECS)

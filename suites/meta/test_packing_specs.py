@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.core import strategies as S
-from reference import packing
+from qsnn_reference import packing
 
 FAST = settings(max_examples=25, deadline=None)
 WORD_DTYPES = {8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}

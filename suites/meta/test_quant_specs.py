@@ -1,4 +1,4 @@
-"""The quantizer and binary-layer specs against closed forms written here, independently of reference/.
+"""The quantizer and binary-layer specs against closed forms written here, independently of qsnn_reference/.
 
 Gradients are compared with the closed-form STE/surrogate formulas, never with finite differences. The last
 section runs every spec of ``conformance.specs.quant`` through the transforms (vmap, grad, jvp, compile,
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from conformance.core import strategies as S
 from conformance.specs.quant import SPECS
-from reference import binary, quant
+from qsnn_reference import binary, quant
 
 FAST = settings(max_examples=25, deadline=None)
 ONE = settings(max_examples=1, deadline=None, database=None)

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.specs.neuron import SPECS, surrogate_kinks
-from reference import surrogate as S
+from qsnn_reference import surrogate as S
 
 SURROGATE_SPECS = {spec.id.split(".", 1)[1]: spec for spec in SPECS if spec.family == "surrogate"}
 NAMES = sorted(SURROGATE_SPECS)

@@ -1,6 +1,6 @@
 """Binary layers: linear and conv2d on binarized inputs and weights, and bitorch-engine's binary conv.
 
-Gradients are the STEs of the quantizers in :mod:`reference.quant` composed with autograd through the float
+Gradients are the STEs of the quantizers in :mod:`qsnn_reference.quant` composed with autograd through the float
 linear/conv, except :func:`bie_binary_conv2d`, whose hand-written backward (not the derivative of its
 forward) is reproduced by an ``autograd.Function``.
 """
@@ -12,8 +12,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from reference import _validate
-from reference.quant import (
+from qsnn_reference import _validate
+from qsnn_reference.quant import (
     WEIGHT_SCALINGS,
     _sign,
     approx_sign,

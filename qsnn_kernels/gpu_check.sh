@@ -3,12 +3,12 @@
 # Stages, run in this order when selected:
 #   explore  the benchmark's alternatives and config sweeps (--explore, no torch.compile)
 #   cells    the kernels' CUDA cells of the matrix (records as gzip JSONL, like reports/cuda/)
-#   bench    python -m kernels.bench_gpu, --runs times (the torch.compile baselines in the first run only unless
+#   bench    python -m qsnn_kernels.bench_gpu, --runs times (the torch.compile baselines in the first run only unless
 #            --compile-all; a later run on the same machine reads inductor's cache)
 #   tests    suites/kernels on CUDA (every path, float64 included; KERNEL_TEST_EXAMPLES=n for fewer examples)
 #   ncu      Nsight Compute's SpeedOfLight section for one launch of each kernel (--clock-control none)
 #
-#   kernels/gpu_check.sh [--stages cells,bench,tests] [--runs 3] [--first-run 1] [--compile-all] [--out DIR]
+#   qsnn_kernels/gpu_check.sh [--stages cells,bench,tests] [--runs 3] [--first-run 1] [--compile-all] [--out DIR]
 #   (GPU_CHECK_BUDGET_S caps the whole run; <STAGE>_S each stage; BENCH_ARGS adds bench_gpu options)
 #
 # Libraries under test come from wheels in .whl/ when it holds any (offline machines), installed --no-deps into a
@@ -30,7 +30,7 @@ while [ "$#" -gt 0 ]; do
     --first-run) first="$2"; shift 2 ;;
     --compile-all) compile_all=1; shift ;;
     --out) out="$2"; shift 2 ;;
-    *) echo "usage: kernels/gpu_check.sh [--stages tests,cells,bench,explore,ncu] [--runs N] [--first-run I]" \
+    *) echo "usage: qsnn_kernels/gpu_check.sh [--stages tests,cells,bench,explore,ncu] [--runs N] [--first-run I]" \
          "[--compile-all] [--out DIR]" >&2; exit 2 ;;
   esac
 done
@@ -38,7 +38,7 @@ has() { [[ ",$stages," == *",$1,"* ]]; }
 mkdir -p "$out"
 exec > >(tee -a "$out/run.log") 2>&1
 started=$(date +%s)
-echo "== kernels/gpu_check.sh: stages $stages, out $out"
+echo "== qsnn_kernels/gpu_check.sh: stages $stages, out $out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader \
   2>/dev/null || true
 site="${GPU_RUN_SITE:-/tmp/kernels-site}"
@@ -60,7 +60,7 @@ limit() { local own=$1 left=$(( ${GPU_CHECK_BUDGET_S:-100000} - ($(date +%s) - s
 
 if has explore; then
   echo "== explore"
-  timeout "$(limit "${EXPLORE_S:-330}")" python3 -m kernels.bench_gpu --explore --no-compile \
+  timeout "$(limit "${EXPLORE_S:-330}")" python3 -m qsnn_kernels.bench_gpu --explore --no-compile \
     --out "$out/explore.json" || status=1
   stamp
 fi
@@ -85,8 +85,8 @@ if has bench; then
   for i in $(seq "$first" $((first + runs - 1))); do
     flag="--no-compile"
     { [ "$i" -eq 1 ] || [ "$compile_all" -eq 1 ]; } && flag=""
-    echo "== kernels.bench_gpu run $i $flag"
-    timeout "$(limit "${BENCH_S:-420}")" python3 -m kernels.bench_gpu $flag ${BENCH_ARGS:-} \
+    echo "== qsnn_kernels.bench_gpu run $i $flag"
+    timeout "$(limit "${BENCH_S:-420}")" python3 -m qsnn_kernels.bench_gpu $flag ${BENCH_ARGS:-} \
       --budget-s "${BENCH_COMPILE_S:-300}" \
       --out "$out/bench-$i.json" || status=1
     stamp
@@ -101,7 +101,7 @@ fi
 if has ncu; then
   echo "== ncu"
   timeout "$(limit "${NCU_S:-150}")" ncu --clock-control none --section SpeedOfLight --csv --page details \
-    -k 'regex:xnor|leaky|sj_lif|gemm|sign|unpack|pack|conv' -c 24 python3 -m kernels.bench_gpu --probe \
+    -k 'regex:xnor|leaky|sj_lif|gemm|sign|unpack|pack|conv' -c 24 python3 -m qsnn_kernels.bench_gpu --probe \
     > "$out/ncu.csv" 2> "$out/ncu.err"; echo "   ncu rc $?"; tail -3 "$out/ncu.err"; rm -f "$out/ncu.err"
   stamp
 fi

@@ -10,9 +10,9 @@ cuBLASLt's fp8 GEMM) enough to reach 1.6x cuBLAS fp16? Measured side by side in 
 
 Each in CUDA-graph replay (GPU time) and eagerly (with the host's launch time), exactness against float64.
 
-    OUT=dir python -m kernels.gemm_explore.explore      # writes dir/gemm-explore.json
+    OUT=dir python -m experiments.gemm_explore.explore      # writes dir/gemm-explore.json
     GEMM_EXPLORE_MODE=tma ...                           # the TMA kernel only: presigned x, two ways of signing
-    GEMM_EXPLORE_MODE=ws python -m kernels.gemm_explore.explore   # no GPU needed: compile the TMA kernel for sm_90
+    GEMM_EXPLORE_MODE=ws python -m experiments.gemm_explore.explore   # no GPU needed: compile the TMA kernel for sm_90
                                                         # with Triton's warp specialization, say where signing goes
 """
 import json
@@ -25,8 +25,8 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, os.getcwd())
-from kernels import binary as B  # noqa: E402
-from kernels.bench_gpu import _time  # noqa: E402
+from qsnn_kernels import binary as B  # noqa: E402
+from qsnn_kernels.bench_gpu import _time  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
 BUDGET_S = float(os.environ.get("GEMM_EXPLORE_S", "240"))

@@ -4,7 +4,7 @@ One launch runs all time steps (the membrane stays on chip); with a backward to 
 membrane trace the reverse sweep needs (``U`` after the reset; ``V`` before it when the reset is immediate; the
 charge ``H`` for the spikingjelly neuron), which is cheaper than recomputing it (a recompute reads ``x`` again and
 still needs the trace in reverse order). The backward is one reverse launch implementing the spec's surrogate
-gradient (:mod:`reference.surrogate`): ``dx`` and the parameter gradients (beta before its clamp, threshold,
+gradient (:mod:`qsnn_reference.surrogate`): ``dx`` and the parameter gradients (beta before its clamp, threshold,
 graded_spikes_factor). Low-precision inputs keep the membrane rounded to their dtype after every step, as the
 spec (which computes in ``x``'s dtype) does; arithmetic inside a step is float32 (float64 for float64 inputs).
 """
@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.autograd import forward_ad as _forward_ad
 
-from reference import surrogate as S
+from qsnn_reference import surrogate as S
 
 from ._runtime import kernel, operator, signature_once
 

@@ -1,8 +1,8 @@
-"""Triton sources of the binary kernels (plain functions; :mod:`kernels._runtime` compiles or interprets them).
+"""Triton sources of the binary kernels (plain functions; :mod:`qsnn_kernels._runtime` compiles or interprets them).
 
 Only stable ``triton.language`` API. Outside ``USE_ASM``/CUDA-only branches, nothing from Triton's standard library that is itself a
 ``@triton.jit`` function is called (``tl.sum``, ``tl.zeros``, ``tl.cdiv``, ``tl.sigmoid``, ...): an explicitly interpreted kernel
-(``kernels._runtime``) cannot call a compiled helper, so reductions are written as unrolled loops or avoided, and
+(``qsnn_kernels._runtime``) cannot call a compiled helper, so reductions are written as unrolled loops or avoided, and
 each kernel is self-contained.
 """
 

@@ -1,7 +1,7 @@
 """The implicit-GEMM conv's alternatives on the GPU, side by side in one process: its launches one by one, the
 kernel before 2026-12-06 (nested K loop), tile configs, the fused-sign and persistent variants.
 
-    OUT=dir python -m kernels.conv_explore.explore      # writes dir/explore.json
+    OUT=dir python -m experiments.conv_explore.explore      # writes dir/explore.json
 """
 import json
 import os
@@ -11,10 +11,10 @@ import time
 import torch
 
 sys.path.insert(0, os.getcwd())
-from kernels import binary as B  # noqa: E402
-from kernels._runtime import kernel  # noqa: E402
-from kernels.bench_gpu import _time  # noqa: E402
-from kernels.conv_explore import alternatives as ALT  # noqa: E402
+from qsnn_kernels import binary as B  # noqa: E402
+from qsnn_kernels._runtime import kernel  # noqa: E402
+from qsnn_kernels.bench_gpu import _time  # noqa: E402
+from experiments.conv_explore import alternatives as ALT  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
 res: dict = {"env": {}, "rows": []}

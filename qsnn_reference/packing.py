@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from reference import _validate
-from reference.quant import _sign, sign_ste
+from qsnn_reference import _validate
+from qsnn_reference.quant import _sign, sign_ste
 
 WORD_BITS = (8, 16, 32, 64)
 WORD_DTYPES = {8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}

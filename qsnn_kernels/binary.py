@@ -2,7 +2,7 @@
 
 Each forward is an operator in the ``qsnn_kernels`` namespace (``_runtime.operator``) with a fake (meta) kernel and a
 vmap rule (opaque to ``torch.compile(fullgraph=True)`` and ``torch.export``); an ``autograd.Function`` with
-``setup_context`` adds the spec's straight-through backward (:mod:`reference.quant`'s ``*_grad`` formulas and
+``setup_context`` adds the spec's straight-through backward (:mod:`qsnn_reference.quant`'s ``*_grad`` formulas and
 ``a * sign(W)`` weights), so ``torch.func.grad``/``vmap`` compose with it (``torch.library.custom_op``'s
 ``register_autograd`` does not, torch 2.13: "an autograd.Function ... must override the setup_context staticmethod"). The forward is exact
 integer arithmetic on the signs:
@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from reference import quant as Q
+from qsnn_reference import quant as Q
 
 from ._runtime import kernel, operator, signature_once
 

@@ -11,7 +11,7 @@ Per neuron family ``<n>``:
 ``x``'s shape and dtype. The time loop is a Python loop over the static ``T``. Tensor parameters (``beta``,
 ``threshold``, ...) may be Python floats or tensors of shape ``()`` or broadcastable to one time step of ``x``; they
 are cast to ``x``'s dtype. Every spike ``H(u)`` has the surrogate gradient named by ``surrogate``
-(:mod:`reference.surrogate`), ``surrogate_alpha`` setting its primary parameter (``None``: the surrogate's default).
+(:mod:`qsnn_reference.surrogate`), ``surrogate_alpha`` setting its primary parameter (``None``: the surrogate's default).
 
 Library families and the source they follow (the code, where the code and the docstring disagree; see each
 docstring): snntorch 1.0 ``Leaky``, ``Synaptic``, ``Alpha``, ``Lapicque``, ``RLeaky``, ``RSynaptic``
@@ -31,9 +31,9 @@ from typing import Any, Callable
 
 import torch
 
-from reference import _validate
-from reference.surrogate import SURROGATES
-from reference.surrogate import spike as _surrogate_spike
+from qsnn_reference import _validate
+from qsnn_reference.surrogate import SURROGATES
+from qsnn_reference.surrogate import spike as _surrogate_spike
 
 RESET_MECHANISMS = ("subtract", "zero", "none")
 

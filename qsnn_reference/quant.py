@@ -18,7 +18,7 @@ from typing import Sequence
 
 import torch
 
-from reference import _validate
+from qsnn_reference import _validate
 
 ZERO_VALUES = (-1.0, 0.0, 1.0)
 ROUNDING_MODES = ("half_even", "half_up", "half_away")

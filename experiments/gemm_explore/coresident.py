@@ -12,7 +12,7 @@ without it they ran one after the other. The signer never waits for the GEMM, so
 runs or can start; a poll limit turns anything else into a wrong result, never a hang, and each variant's first
 calls are timed and checked before it is measured. docs/kernels.md, "A signing kernel beside the GEMM".
 
-    OUT=dir python -m kernels.gemm_explore.coresident     # writes dir/coresident.json
+    OUT=dir python -m experiments.gemm_explore.coresident     # writes dir/coresident.json
 """
 import json
 import os
@@ -24,9 +24,9 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, os.getcwd())
-from kernels import binary as B  # noqa: E402
-from kernels.gemm_explore.explore import _alloc, rel_err, t  # noqa: E402
-from kernels.gemm_explore.side_sign import (E4M3_MINUS_C, E4M3_PLUS_C, _signal, counters, problem,  # noqa: E402
+from qsnn_kernels import binary as B  # noqa: E402
+from experiments.gemm_explore.explore import _alloc, rel_err, t  # noqa: E402
+from experiments.gemm_explore.side_sign import (E4M3_MINUS_C, E4M3_PLUS_C, _signal, counters, problem,  # noqa: E402
                                            ratios, side_sign, side_sign_gemm_kernel)
 
 OUT = os.environ.get("OUT", "/tmp")

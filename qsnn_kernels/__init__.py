@@ -2,7 +2,7 @@
 
 They are subjects of the matrix like any library (``conformance/subjects/kernels.py``) and judged by the same specs.
 Importing this package never imports Triton: kernels are built on first use, compiled for CUDA tensors and run
-through Triton's interpreter for CPU tensors (correctness only; see :mod:`kernels._runtime`).
+through Triton's interpreter for CPU tensors (correctness only; see :mod:`qsnn_kernels._runtime`).
 
 >>> from kernels import binary, lif  # doctest: +SKIP
 >>> binary.binary_linear(x, w, weight_scaling="channel")  # doctest: +SKIP

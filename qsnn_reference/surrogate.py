@@ -58,7 +58,7 @@ from typing import Any
 
 import torch
 
-from reference import _validate
+from qsnn_reference import _validate
 
 __all__ = [
     "SURROGATES", "DEFAULT_PARAMS", "PRIMARY", "SurrogateSpike", "spike", "surrogate_grad",

@@ -1,6 +1,6 @@
 """GPU benchmark of the project's kernels against cuBLAS/cuDNN fp16, torch.compile of the spec and spikingjelly.
 
-    python -m kernels.bench_gpu --out bench.json [--explore] [--no-compile] [--sections a,b,...]
+    python -m qsnn_kernels.bench_gpu --out bench.json [--explore] [--no-compile] [--sections a,b,...]
 
 Measures on the machine, in one process, side by side: the ceilings (device-to-device copy bandwidth, counting
 bytes read plus written; int8 ``torch._int_mm``; fp8 ``torch._scaled_mm``; cuBLAS fp16), the kernels against the
@@ -113,11 +113,11 @@ def ceilings():
 
 
 def correctness():
-    from kernels import binary as B
-    from kernels import lif as L
-    from reference import binary as RB
-    from reference import neurons as N
-    from reference import packing as P
+    from qsnn_kernels import binary as B
+    from qsnn_kernels import lif as L
+    from qsnn_reference import binary as RB
+    from qsnn_reference import neurons as N
+    from qsnn_reference import packing as P
 
     gen = torch.Generator(device="cpu").manual_seed(0)
     bad = []
@@ -175,7 +175,7 @@ def correctness():
 
 
 def matmul():
-    from kernels import binary as B
+    from qsnn_kernels import binary as B
 
     for size in (8192, 4096):
         m = n = k = size
@@ -236,7 +236,7 @@ def matmul():
 
 
 def conv():
-    from kernels import binary as B
+    from qsnn_kernels import binary as B
 
     for name, (batch, ch, side) in (("resnet18.layer2", (256, 128, 28)), ("resnet18.layer3", (256, 256, 14))):
         x = torch.randn(batch, ch, side, side, dtype=torch.float16, device="cuda")
@@ -281,7 +281,7 @@ def conv():
             row["speedup_cl_input_vs_cudnn"] = cudnn / row["ours_cl_input_ms"]
         m = batch * side * side
         row["gemm_shape"] = [m, ch, ch * 9]
-        # the implicit-GEMM configs the op timed and kept (kernels.binary.CONV_CUDA), NCHW / channels-last input
+        # the implicit-GEMM configs the op timed and kept (qsnn_kernels.binary.CONV_CUDA), NCHW / channels-last input
         row["conv_configs"] = [list(v) for k, v in B._CONV_TUNED.items() if k[1] == tuple(x.shape)]
         RESULTS["conv"].append(row)
         print(f"conv {name} {list(x.shape)}: cuDNN fp16 {cudnn:.3f} ms (nchw {row['cudnn_fp16_nchw_ms']:.3f}, cl "
@@ -300,7 +300,7 @@ def _conv_parts(row: dict, x, x_cl, w, bias):
     """The implicit-GEMM conv's launches one by one (graph replay): the input's sign pass from NCHW and from
     channels-last ``x``, the weight's scale and signs, and the GEMM kernel alone (channels-last output, the config
     the op chose)."""
-    from kernels import binary as B
+    from qsnn_kernels import binary as B
 
     batch, ch, side = x.shape[0], x.shape[1], x.shape[2]
     hp = side + 2
@@ -337,7 +337,7 @@ GEMV_SWEEP = [("plain", 8, 256, 4, False), ("plain", 8, 64, 4, False), ("plain",
 
 
 def gemv():
-    from kernels import binary as B
+    from qsnn_kernels import binary as B
 
     n = k = 8192
     w = torch.randn(n, k, dtype=torch.float16, device="cuda")
@@ -411,8 +411,8 @@ def _lif_graph_times(ours, kw, x, xg, gy):
 
 
 def lif(deadline: float):
-    from kernels import lif as L
-    from reference import neurons as N
+    from qsnn_kernels import lif as L
+    from qsnn_reference import neurons as N
 
     steps, n = 64, 1 << 20
     bw = RESULTS["ceilings"]["copy_TBps"] * 1e12
@@ -538,7 +538,7 @@ def bounds():
     - GEMV batch 16: :func:`_popc_floor_kernel` (the popcount formulation's integer work) plus the measured packing
       of ``x``, against cuBLAS fp16.
     """
-    from kernels import binary as B
+    from qsnn_kernels import binary as B
 
     bw = RESULTS["ceilings"]["copy_TBps"] * 1e12
     out: dict = {"gemm": [], "conv": [], "gemv": {}}
@@ -615,9 +615,9 @@ def host():
     import io
     import pstats
 
-    from kernels import _runtime
-    from kernels import binary as B
-    from kernels import lif as L
+    from qsnn_kernels import _runtime
+    from qsnn_kernels import binary as B
+    from qsnn_kernels import lif as L
 
     x = torch.rand(4, 1024, device="cuda")
     xg = x.clone().requires_grad_()
@@ -672,8 +672,8 @@ def lifhost():
     import io
     import pstats
 
-    from kernels import _runtime
-    from kernels import lif as L
+    from qsnn_kernels import _runtime
+    from qsnn_kernels import lif as L
 
     row = {}
 
@@ -748,7 +748,7 @@ def _host_large(row: dict, params: dict) -> None:
     GPU: the profile's table below shows any synchronizing call)."""
     from torch.profiler import ProfilerActivity, profile
 
-    from kernels import lif as L
+    from qsnn_kernels import lif as L
 
     for dtype in (torch.float32, torch.bfloat16):
         xl = (torch.rand(64, 1 << 20, device="cuda") * 1.5).to(dtype).requires_grad_()
@@ -781,8 +781,8 @@ def _host_large(row: dict, params: dict) -> None:
 
 def probe():
     """One launch of each kernel that the docs discuss, for ``ncu`` (no timing)."""
-    from kernels import binary as B
-    from kernels import lif as L
+    from qsnn_kernels import binary as B
+    from qsnn_kernels import lif as L
 
     k = 8192
     w = torch.randn(k, k, dtype=torch.float16, device="cuda")

@@ -13,7 +13,7 @@ Two ways to sign once *and* overlap, measured side by side with cuBLAS fp16 and 
   its result is wrong).
 - ``streams``: ``sign_rows`` of row chunk ``i + 1`` on a second stream while cuBLASLt multiplies chunk ``i``.
 
-    OUT=dir python -m kernels.gemm_explore.side_sign     # writes dir/side-sign.json (GEMM_SIDE_S caps it;
+    OUT=dir python -m experiments.gemm_explore.side_sign     # writes dir/side-sign.json (GEMM_SIDE_S caps it;
                                                          # GEMM_SIDE_STREAMS=0 skips the two-stream chain)
 """
 import functools
@@ -27,8 +27,8 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, os.getcwd())
-from kernels import binary as B  # noqa: E402
-from kernels.gemm_explore.explore import _alloc, rel_err, t  # noqa: E402
+from qsnn_kernels import binary as B  # noqa: E402
+from experiments.gemm_explore.explore import _alloc, rel_err, t  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
 BUDGET_S = float(os.environ.get("GEMM_SIDE_S", "240"))
