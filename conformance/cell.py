@@ -7,7 +7,6 @@ recorded command does. Exit status: 0 pass, xfail or skip; 1 any other outcome; 
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.util
 import json
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from .core.escape import terminal_text, visible
 from .core.settings import PROFILES, UsageError, configure_process, profile_name
+from .core.usage import OneLineParser
 
 
 def load_subjects(where: str) -> None:
@@ -25,6 +25,7 @@ def load_subjects(where: str) -> None:
     from . import registry
     from .core.types import Subject
 
+    where = _below_a_parent(where)
     target, _, name = where.partition(":") if not Path(where).is_file() else (where, "", "")
     if target.endswith(".py") or Path(target).is_file():
         path = Path(target)
@@ -32,6 +33,8 @@ def load_subjects(where: str) -> None:
             raise UsageError(f"--load {where!r}: no such file")
         sys.path.insert(0, str(path.resolve().parent))
         spec = importlib.util.spec_from_file_location(f"_conformance_loaded_{path.stem}", path)
+        if spec is None:
+            raise UsageError(f"--load {where!r}: not a Python file (a .py file or a module name)")
         module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(module)
@@ -47,15 +50,31 @@ def load_subjects(where: str) -> None:
     if not hasattr(module, name):
         raise UsageError(f"--load {where!r}: {target!r} has no {name!r}")
     found = getattr(module, name)
-    found = found() if callable(found) and not isinstance(found, Subject) else found
-    for subject in [found] if isinstance(found, Subject) else list(found):
+    try:
+        found = found() if callable(found) and not isinstance(found, Subject) else found
+        found = [found] if isinstance(found, Subject) else list(found)
+    except Exception as error:  # noqa: BLE001 - the user's object
+        raise UsageError(f"--load {where!r}: {name!r} gives no subjects: {type(error).__name__}: {error}") from None
+    for subject in found:
         if not isinstance(subject, Subject):
             raise UsageError(f"--load {where!r}: {type(subject).__name__} is not a conformance.api.Subject")
         registry.register(subject, origin=where)
 
 
+def _below_a_parent(where: str) -> str:
+    """A relative ``.py`` path that is not under the working directory, taken from the nearest parent directory
+    that has it: a reproduce command names its file relative to pytest's rootdir and works from any directory below."""
+    path = Path(where.partition(":")[0] if not Path(where).is_file() else where)
+    if path.is_absolute() or path.suffix != ".py" or path.is_file():
+        return where
+    for parent in Path.cwd().resolve().parents:
+        if (parent / path).is_file():
+            return str(parent / where)
+    return where
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.cell", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m conformance.cell", description=__doc__.split("\n\n")[0])
     parser.add_argument("cell", help="cell id: subject|transform|check|device|dtype")
     parser.add_argument("--profile", choices=list(PROFILES), default=None,
                         help="hypothesis profile (default: CONFORMANCE_PROFILE, else ci)")

@@ -6,17 +6,22 @@
 Only the records of the expectations' environment are used (the file format: :mod:`conformance.records.expectations`;
 the merge rule: the report's). Exit status of ``check``: 0 as expected; 1 results differ (worse or better) or no
 expectations for this environment; 2 usage error, a corrupt expectations file or no records.
+
+``accept`` of a slice (a run that lacks cells the file lists) writes nothing unless told what to do with the cells it
+lacks: ``--partial`` keeps them as listed, ``--replace`` drops them (a whole run after subjects were removed).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
-from tabulate import tabulate
-
 from .core.escape import terminal_text
+from .core.extras import tabulate
+from .core.fileio import atomic_write
+from .core.usage import OneLineParser
 from .records.expectations import ExpectationsError, compare, default_path, dump, dumps, environment_name, read
 from .report.data import left_out_note, load_records
 
@@ -36,15 +41,8 @@ def _say(text: str, *, err: bool = True) -> None:
     print(f"expectations: {terminal_text(text)}", file=sys.stderr if err else sys.stdout)
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad usage is one line naming the problem and the valid usage (choices included), exit status 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {terminal_text(message)} ({' '.join(self.format_usage().split())})\n")
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="python -m conformance.expectations",
         description="Compare a run with the checked-in expected results (CI fails when results get worse OR "
                     "better), or accept the run's results as the new expectations. Only the records of the "
@@ -55,14 +53,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", nargs="+", required=True, help="result files or directories of the run")
     parser.add_argument("--env", default=None, help="environment name (default: this machine's, e.g. cpu-torch2.13)")
     parser.add_argument("--file", default=None, help="expectations file (default reports/expected/<env>.json)")
-    parser.add_argument("--partial", action="store_true", help="the run covered a subset: absent cells are fine")
+    parser.add_argument("--partial", action="store_true", help="the run covered a subset: absent cells are fine "
+                        "(check), the listed cells it lacks are kept (accept)")
+    parser.add_argument("--replace", action="store_true", help="accept: the run is the whole matrix, the listed "
+                        "cells it lacks are dropped (without --partial or --replace, accept of a slice is refused)")
     args = parser.parse_args(argv)
+    if args.partial and args.replace:
+        parser.error("--partial keeps the cells the run lacks, --replace drops them: give one")
     env = args.env or environment_name()
     path = Path(args.file) if args.file else default_path(env)
     try:
-        expected = read(path) if path.exists() and (args.action == "check" or args.partial) else None
+        expected = read(path) if path.exists() and not (args.action == "accept" and args.replace) else None
     except ExpectationsError as exc:
-        _say(str(exc))
+        _say(f"{exc}" + (" (accept --replace overwrites it)" if args.action == "accept" else ""))
         return 2
     if expected is not None and expected["env"] and not args.env:
         env = expected["env"]  # the file says which environment it describes
@@ -73,22 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"no records of environment {env} found in {' '.join(args.results)}")
         return 2
     if args.action == "accept":
-        if expected is not None:
-            merged = expected["cells"]
-            merged.update(actual)
-            actual = merged
-        rows = [{"id": k, **v} for k, v in actual.items()]
-        data = dump(rows, env)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(dumps(data), encoding="utf-8")
-        tmp.replace(path)
-        _say(f"wrote {path}: {len(data['cells'])} cells listed, {len(rows) - len(data['cells'])} more whose outcome "
-             "the suite's data implies", err=False)
-        return 0
+        return _accept(args, path, env, expected, actual)
     if expected is None:
-        _say(f"no expectations file {path} for environment {env!r}. Accept this run with: "
-             f"python -m conformance.expectations accept --results {' '.join(args.results)}")
+        _say(f"no expectations file {path} for environment {env!r}. Accept this run with: {_accept_command(args)}")
         return 1
     diffs = compare(expected, actual, complete=not args.partial)
     if not diffs:
@@ -100,8 +90,42 @@ def main(argv: list[str] | None = None) -> int:
         print(f"... and {len(diffs) - 200} more")
     print()
     _say(f"{len(diffs)} cell(s) differ from {path} (worse or better). If the change is intended, accept it: "
-         f"python -m conformance.expectations accept --results {' '.join(args.results)}", err=False)
+         f"{_accept_command(args)}", err=False)
     return 1
+
+
+def _accept_command(args: argparse.Namespace) -> str:
+    """The accept command for the run ``args`` checked: with ``--partial`` when the check was of a slice, so that
+    following the hint keeps the cells the slice did not run."""
+    words = ["python", "-m", "conformance.expectations", "accept", *(["--partial"] if args.partial else []),
+             "--results", *args.results]
+    for option in ("env", "file"):
+        if getattr(args, option):
+            words += [f"--{option}", getattr(args, option)]
+    return shlex.join(words)
+
+
+def _accept(args: argparse.Namespace, path: Path, env: str, expected: dict | None, actual: dict[str, dict]) -> int:
+    """Write the run's results into the expectations file; refused (exit 2) for a slice without --partial or
+    --replace, which would otherwise drop every listed cell the slice did not run."""
+    if expected is not None:
+        lacking = set(expected["cells"]) - set(actual)
+        if lacking and not args.partial:
+            _say(f"this run lacks {len(lacking)} of the {len(expected['cells'])} cells {path} lists (a slice?); "
+                 f"nothing written. Keep them: {_accept_command(argparse.Namespace(**{**vars(args), 'partial': True}))}"
+                 " (or add --replace to drop them)")
+            return 2
+        actual = {**expected["cells"], **actual}
+    rows = [{"id": k, **v} for k, v in actual.items()]
+    data = dump(rows, env)
+    try:
+        atomic_write(path, dumps(data))
+    except OSError as exc:
+        _say(f"cannot write {path}: {exc.strerror or exc}")
+        return 2
+    _say(f"wrote {path}: {len(data['cells'])} cells listed, {len(rows) - len(data['cells'])} more whose outcome "
+         "the suite's data implies", err=False)
+    return 0
 
 
 if __name__ == "__main__":

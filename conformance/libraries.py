@@ -16,13 +16,13 @@ before any of them is installed.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import pkgutil
 import sys
 
 from .core.types import Library
+from .core.usage import OneLineParser
 
 
 def declared() -> tuple[Library, ...]:
@@ -71,7 +71,7 @@ def _installable(libraries, *, gpu: bool):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.libraries", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m conformance.libraries", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     requirements = commands.add_parser("requirements", help="the pinned requirements, one per line")
     requirements.add_argument("--gpu", action="store_true", help="those the GPU machine installs")

@@ -5,8 +5,10 @@ Registered through the ``pytest11`` entry point when the package is installed (n
 ``-p conformance.plugin`` / ``pytest_plugins``. It does nothing to a session that runs no cell (a test with a
 ``conformance.api.Cell`` parameter): no thread settings, no hypothesis profile, no files.
 
-Records go to ``<results-dir>/<worker>-<pid>.jsonl`` (default ``<rootdir>/reports/results/<run id>``), flushed per
-cell, so a killed run loses nothing recorded. Faults cost one cell:
+Records go to ``<results-dir>/<worker>-<pid>.jsonl``, flushed per cell, so a killed run loses nothing recorded
+(default ``<output dir>/results/<run id>``; the output directory is ``<rootdir>/.conformance``, the ``conformance_dir``
+ini option or ``CONFORMANCE_DIR``; the ``conformance_results_dir`` ini option moves the records alone). Faults cost
+one cell:
 
 - under pytest-xdist, a worker writes ``.inflight/<worker>`` (the cell it runs) before each cell. When the worker
   dies, the controller reads it, records that cell as ``crash`` once and marks it ended (``.ended/``); the dead
@@ -24,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 import sys
 import tempfile
 import threading
@@ -35,18 +36,21 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .core.escape import terminal_text, visible
+from .core.escape import cell_command, terminal_text, visible
 from .core.settings import (
     DEFAULT_TIMEOUT_S,
+    OUTPUT_DIR_NAME,
     PROFILES,
     UsageError,
     cell_timeout_s,
     configure_process,
     hard_limit_s,
+    output_dir,
     profile_name,
     register_hypothesis_profiles,
 )
-from .records.io import CellResult, RecordWriter, environment, iter_records, make_record, write_suite_file
+from .records.io import (CellResult, RecordWriter, environment, iter_records, make_record, unwritable,
+                         write_suite_file)
 
 if TYPE_CHECKING:  # conformance.core.types imports torch: not loaded in sessions that run no cell
     from .core.types import Cell
@@ -62,7 +66,13 @@ MAX_WORKER_RESTARTS = 400
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("conformance")
     group.addoption("--results-dir", default=None,
-                    help="directory for the JSONL cell records (default <rootdir>/reports/results/<run id>)")
+                    help="directory for the JSONL cell records (default <output dir>/results/<run id>)")
+    parser.addini("conformance_dir", default=OUTPUT_DIR_NAME,
+                  help="the one directory the kit writes into, relative to the rootdir (default .conformance; "
+                       "CONFORMANCE_DIR overrides it)")
+    parser.addini("conformance_results_dir", default="",
+                  help="where each run's records directory goes, relative to the rootdir "
+                       "(default <output dir>/results)")
     group.addoption("--conformance-profile", default=None, choices=list(PROFILES),
                     help="hypothesis profile of the cells (also CONFORMANCE_PROFILE; default ci)")
     group.addoption("--cell-timeout", type=float, default=None,
@@ -79,6 +89,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--shard", default=None, metavar="I/N",
                     help="run only the I-th of N deterministic parts of the collected tests (1 <= I <= N; "
                          "conformance.shards): the N parts together run every test once")
+    group.addoption("--conformance-partial", action="store_true",
+                    help="a partial run: a known failure that matches no collected cell is not an error (implied by "
+                         "-k, -m, --shard, --resume and test ids; conformance.strict)")
     group.addoption("--shard-durations", default=None, metavar="FILE",
                     help="seconds per unit that balance the shards (default <rootdir>/reports/shard-durations.json "
                          "where it exists, else the number of tests)")
@@ -113,9 +126,20 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.maxworkerrestart = str(MAX_WORKER_RESTARTS)
     # The controller names the run; xdist workers inherit the environment when they start.
     os.environ.setdefault("CONFORMANCE_RUN_ID", time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6])
-    results = config.getoption("--results-dir") or str(config.rootpath / "reports" / "results"
-                                                       / os.environ["CONFORMANCE_RUN_ID"])
+    # Workers and forked children read the output directory from here (settings.output_dir).
+    os.environ["CONFORMANCE_DIR"] = str(output_dir(config.rootpath, config.getini("conformance_dir")))
+    results = config.getoption("--results-dir") or str(_results_root(config) / os.environ["CONFORMANCE_RUN_ID"])
     os.environ["CONFORMANCE_RESULTS_DIR"] = str(Path(results).resolve())
+    unwritable_because = None if _is_worker(config) else unwritable(os.environ["CONFORMANCE_RESULTS_DIR"])
+    if unwritable_because:  # before the first cell, not after each
+        raise pytest.UsageError(f"--results-dir {results}: records cannot be written there ({unwritable_because})")
+    if config.getoption("--results-dir") and not _is_worker(config):  # before reading it for --resume
+        lock = ResultsLock(Path(os.environ["CONFORMANCE_RESULTS_DIR"]))
+        try:
+            lock.acquire()
+        except UsageError as error:
+            raise pytest.UsageError(str(error)) from None
+        config.add_cleanup(lock.release)
     register_hypothesis_profiles()
     if config.getoption("--resume") and not _is_worker(config):  # the controller (or a run without xdist)
         if not config.getoption("--results-dir"):
@@ -130,6 +154,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.add_cleanup(lambda: os.unlink(listing) if os.path.exists(listing) else None)
         print(f"conformance: resuming {os.environ['CONFORMANCE_RESULTS_DIR']}: {len(done)} cell(s) already recorded "
               "are not run again", flush=True)
+    if _is_worker(config) and getattr(config.option, "loadgroup", False):
+        from . import xdist_groups
+
+        config.pluginmanager.register(xdist_groups, "conformance-xdist-groups")
     isolation = config.getoption("--isolation")
     if isolation == "auto":
         isolation = "worker" if _is_worker(config) or _distributed(config) else "fork"
@@ -137,6 +165,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(recorder, "conformance-recorder")
     if not _is_worker(config) and config.getoption("--progress-every") > 0:
         config.pluginmanager.register(Progress(config, config.getoption("--progress-every")), "conformance-progress")
+
+
+def _results_root(config: pytest.Config) -> Path:
+    """Where a run's records directories go: the ``conformance_results_dir`` ini option, else
+    ``<output dir>/results``."""
+    configured = config.getini("conformance_results_dir")
+    return config.rootpath / configured if configured else Path(os.environ["CONFORMANCE_DIR"]) / "results"
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -212,7 +247,72 @@ def _keep_shard(config: pytest.Config, items: list) -> None:
         items[:] = [item for item, runs in zip(items, chosen) if runs]
 
 
+def pytest_deselected(items: list) -> None:
+    """Remember that this run is partial (-k, -m, --shard, --resume): conformance.strict then relaxes."""
+    if items:
+        items[0].config.stash[_DESELECTED] = True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Strict known failures in every repository (conformance.strict): one line, and the session stops (under
+    xdist, every cell fails with that line)."""
+    cells = [cell for cell in map(cell_of, session.items) if cell is not None]
+    if not cells:
+        return
+    from .strict import problems
+
+    config = session.config
+    partial = config.getoption("--conformance-partial") or config.stash.get(_DESELECTED, False) \
+        or any("::" in arg for arg in config.args)
+    found = problems(cells, rootpath=config.rootpath, partial=partial)
+    if found and _is_worker(config):  # an xdist worker cannot stop the session: each of its cells fails with it
+        config.stash[_STRICTNESS] = "conformance: " + terminal_text("; ".join(found))
+    elif found:
+        raise pytest.UsageError("conformance: " + terminal_text("; ".join(found)))
+
+
+_DESELECTED = pytest.StashKey[bool]()
+_STRICTNESS = pytest.StashKey[str]()
+
+
 # ------------------------------------------------------------------------------------------ markers on disk
+class ResultsLock:
+    """One run at a time per results directory (two would run and record the same cells): an exclusive ``flock``
+    on ``<dir>/.lock``, taken by the controller or the lone process before the first cell and held to its end.
+    The kernel drops it when the holder ends, however it ends, so a run killed with SIGKILL can be resumed."""
+
+    def __init__(self, directory: Path):
+        self.path = directory / ".lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        import fcntl
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise UsageError(f"{terminal_text(str(self.path))}: cannot take the run's lock "
+                             f"({terminal_text(error.strerror or str(error))})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            raise UsageError(f"{terminal_text(str(self.path.parent))} is in use by another run (pid "
+                             f"{holder if holder.isdigit() else 'unknown'}): wait for it to end, or choose another "
+                             "--results-dir") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
 def _digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
@@ -294,7 +394,8 @@ class Recorder:
 
             subject = SimpleNamespace(**subject_fields)
         record = make_record(run=self.run_id, cell=cell, subject=subject, result=result,
-                             reproduce=reproduce_command(cell, origin), env=environment())
+                             reproduce=reproduce_command(cell, origin, root=self.config.rootpath),
+                             env=environment())
         with self._lock:
             self.writer().write(record)
             if result.outcome in ("crash", "timeout"):
@@ -309,6 +410,8 @@ class Recorder:
         cell = cell_of(item)
         if cell is None:
             return
+        if self.config.stash.get(_STRICTNESS, None):
+            pytest.fail(self.config.stash[_STRICTNESS], pytrace=False)
         configure_process(self.config.rootpath)
         ended = self.ended(cell.id)
         if ended is not None:
@@ -397,9 +500,59 @@ class Recorder:
 
 
 # ------------------------------------------------------------------------------------------------ progress
+class ExpectedDurations:
+    """The seconds each test of a run is expected to take, by its unit (a matrix cell's subject x transform, else its
+    file; conformance.shards): the unit's recorded seconds shared by its tests; for a unit without a record, the mean
+    of its tests finished in this run, else the median per test of the recorded units. The ETA is the remaining
+    tests' expected seconds, scaled by how the finished tests' expected seconds compare with the time they took
+    (workers, machine speed), so a slow tail counts for what it costs, not for how many tests it holds."""
+
+    def __init__(self, tests: list[tuple[str, str | None]], recorded: dict[str, float]):
+        from collections import Counter
+        from statistics import median
+
+        from .shards import unit_of
+
+        self.unit = {nodeid: unit_of(nodeid, group) for nodeid, group in tests}
+        sizes = Counter(self.unit.values())
+        self.per_test = {unit: recorded[unit] / sizes[unit] for unit in sizes if unit in recorded}
+        self.default = median(self.per_test.values()) if self.per_test else 1.0
+        self.observed: dict[str, list[float]] = {}  # unit -> [seconds, tests] finished in this run
+        self.pending = set(self.unit)
+        self.done: list[str] = []
+
+    def finished(self, nodeid: str, seconds: float) -> None:
+        if nodeid not in self.pending:
+            return
+        self.pending.discard(nodeid)
+        self.done.append(nodeid)
+        seen = self.observed.setdefault(self.unit[nodeid], [0.0, 0])
+        seen[0] += seconds
+        seen[1] += 1
+
+    def of(self, nodeid: str) -> float:
+        unit = self.unit[nodeid]
+        if unit in self.per_test:
+            return self.per_test[unit]
+        seen = self.observed.get(unit)
+        return seen[0] / seen[1] if seen else self.default
+
+    def eta_s(self, elapsed_s: float) -> float | None:
+        """Seconds left, or None before any finished test had an expected cost."""
+        done = sum(self.of(nodeid) for nodeid in self.done)
+        return elapsed_s / done * sum(self.of(nodeid) for nodeid in self.pending) if done > 0 else None
+
+    def units_seen(self) -> dict[str, float]:
+        """Seconds per unit of the units every test of which finished in this run (what the next run expects)."""
+        left = {self.unit[nodeid] for nodeid in self.pending}
+        return {unit: round(seen[0], 3) for unit, seen in self.observed.items() if unit not in left}
+
+
 class Progress:
     """A line every few seconds during a long run: tests done of the total, failures and crashes so far, the
-    slowest test, elapsed time and an ETA. Plain lines through pytest's terminal reporter (readable in CI logs)."""
+    slowest test, elapsed time and an ETA from the remaining tests' expected durations (``ExpectedDurations``:
+    ``reports/shard-durations.json``, and the seconds of units outside it as the last run here took them, kept in
+    ``<output dir>/test-durations.json``). Plain lines through pytest's terminal reporter (readable in CI logs)."""
 
     def __init__(self, config: pytest.Config, every_s: float):
         self.config = config
@@ -408,14 +561,45 @@ class Progress:
         self.done = self.failed = self.crashed = 0
         self.slowest: tuple[float, str] = (0.0, "")
         self.started = self.last = time.monotonic()
+        self.expected: ExpectedDurations | None = None
+
+    def last_run_path(self) -> Path:
+        return output_dir(self.config.rootpath, self.config.getini("conformance_dir")) / "test-durations.json"
+
+    def recorded(self) -> dict[str, float]:
+        from .shards import DEFAULT_DURATIONS, load_durations
+
+        found: dict[str, float] = {}
+        for path in (self.last_run_path(), self.config.rootpath / DEFAULT_DURATIONS):  # the checked-in file wins
+            try:
+                found.update(load_durations(path))
+            except UsageError:  # a broken file costs the estimate, never the run
+                pass
+        return found
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not _distributed(self.config):
+            from .shards import xdist_group
+
             self.total = len(session.items)
+            self.expected = ExpectedDurations([(i.nodeid, xdist_group(i)) for i in session.items], self.recorded())
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
         self.total = len(ids) if self.total is None else max(self.total, len(ids))
+        if self.expected is None:  # every worker collects the same tests; their ids carry the xdist group
+            self.expected = ExpectedDurations([(nodeid, _group_of(nodeid)) for nodeid in ids], self.recorded())
+
+    def pytest_sessionfinish(self) -> None:
+        seen = self.expected.units_seen() if self.expected is not None else {}
+        ran_cells = any(unit.startswith("group:") for unit in seen)  # a session without cells writes nothing
+        if ran_cells and not self.config.stash.get(_DESELECTED, False):  # a unit cut by -k, --shard is not whole
+            from .shards import KIND
+
+            try:
+                _write_json(self.last_run_path(), {"kind": KIND, "schema": 1, "source": "progress", "units": seen})
+            except OSError:
+                pass
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         finished = report.when == "call" or (report.when == "setup" and report.outcome != "passed") \
@@ -423,6 +607,8 @@ class Progress:
         if not finished:
             return
         self.done += 1
+        if self.expected is not None:
+            self.expected.finished(report.nodeid, report.duration)
         if report.failed:
             self.failed += 1
             if report.when not in ("setup", "call"):
@@ -442,12 +628,21 @@ class Progress:
         elapsed = now - self.started
         total = self.total or 0
         share = f" ({100 * self.done / total:.0f}%)" if total else ""
-        eta = _clock(elapsed / self.done * (total - self.done)) if total and self.done else "?"
+        left = self.expected.eta_s(elapsed) if self.expected is not None else None
+        eta = "?" if left is None else _clock(left)
         cell = cell_from_nodeid(self.slowest[1]) if self.slowest[1] else None
         name = cell.id if cell is not None else self.slowest[1].rpartition("::")[2]
         slowest = f"; slowest {self.slowest[0]:.1f} s: {terminal_text(name)[:160]}" if self.slowest[1] else ""
         return (f"[conformance] {self.done}/{total or '?'} tests{share}, {self.failed} failed "
                 f"({self.crashed} crashed){slowest}; elapsed {_clock(elapsed)}, ETA {eta}")
+
+
+def _group_of(nodeid: str) -> str | None:
+    """The xdist group in a test id as a worker reports it (a matrix cell's ``@<subject>|<transform>``), or None."""
+    if "]@" not in nodeid:
+        return None
+    cell = cell_from_nodeid(nodeid)
+    return f"{cell.subject}|{cell.transform}" if cell is not None else None
 
 
 def _clock(seconds: float) -> str:
@@ -491,15 +686,18 @@ def _unescape(text: str) -> str:
 
 
 # --------------------------------------------------------------------------------------- running a cell
-def reproduce_command(cell: Cell, origin: str | None = None) -> str:
+def reproduce_command(cell: Cell, origin: str | None = None, *, root: Path | None = None) -> str:
     """The one-line command that re-runs this cell alone and prints what it found (loading the subject from where
-    it is defined when a test suite registered it)."""
+    it is defined when a test suite registered it). A file inside ``root`` (pytest's rootdir) is named relative to
+    it: ``python -m conformance.cell`` finds it from any directory below the rootdir, and records stay portable."""
     from . import registry
 
-    profile = os.environ.get("CONFORMANCE_PROFILE", "ci")
-    origin = origin or registry.origin(cell.subject)
-    load = f" --load {shlex.quote(origin)}" if origin else ""
-    return f"CONFORMANCE_PROFILE={profile} python -m conformance.cell{load} {shlex.quote(cell.id)}"
+    load = origin or registry.origin(cell.subject)
+    if load and root is not None and load.endswith(".py"):
+        located = Path(load).resolve()
+        if located.is_relative_to(root.resolve()):
+            load = located.relative_to(root.resolve()).as_posix()
+    return cell_command(cell.id, profile=os.environ.get("CONFORMANCE_PROFILE", "ci"), load=load)
 
 
 def _forkable(cell: Cell) -> bool:
@@ -536,8 +734,13 @@ def record_cell(request: pytest.FixtureRequest):
     recorder: Recorder = request.config.pluginmanager.get_plugin("conformance-recorder")
 
     def record(cell: Cell, result: CellResult) -> None:
-        recorder.write(cell, result)
-        to_pytest_outcome(result, reproduce_command(cell))
+        try:
+            recorder.write(cell, result)
+        except OSError as error:  # a full disk: one line and the run stops, not a traceback per cell
+            request.session.shouldstop = (f"conformance: cannot write the record of {terminal_text(cell.id)} into "
+                                          f"{recorder.dir}: {error.strerror or error}; the run stops (the cells "
+                                          "recorded so far are kept)")
+        to_pytest_outcome(result, reproduce_command(cell, root=request.config.rootpath))
 
     record.run = lambda cell: run_isolated(cell, request.config)  # check_cell runs the cell through this
     return record

@@ -16,6 +16,7 @@ from typing import Iterable, Iterator
 import torch
 
 from .checks import CHECKS
+from .core.escape import terminal_text, visible
 from .core.settings import UsageError
 from .core.types import Cell, Known, Spec, Subject
 from .transforms import TRANSFORMS, Transform
@@ -51,34 +52,77 @@ def specs() -> dict[str, Spec]:
 
 @lru_cache(maxsize=None)
 def subjects() -> dict[str, Subject]:
-    found: dict[str, Subject] = {}
-    for subject in _declared_subjects():
-        if subject.id in found:
-            raise UsageError(f"duplicate subject id {subject.id!r}")
+    declared: dict[str, Subject] = {}
+    for subject, where in _declared_subjects():
+        if subject.id in declared:
+            if declared[subject.id] == subject:
+                continue
+            raise UsageError(f"subject {subject.id!r} is declared twice, differently: in {_DECLARED_AT[subject.id]} "
+                             f"and in {where}")
         validate(subject)
-        found[subject.id] = subject
-    return found
+        declared[subject.id] = subject
+        _DECLARED_AT.setdefault(subject.id, where)
+    return {sid: subject.replace(known=subject.known + _ADDED_KNOWN[sid]) if sid in _ADDED_KNOWN else subject
+            for sid, subject in declared.items()}
 
 
 #: Subjects registered at run time by a library's own test suite (see conformance.api.parametrize_with_checks).
 _REGISTERED: dict[str, Subject] = {}
 #: Where a registered subject is defined, as ``python -m conformance.cell --load`` takes it (a file or module).
 _ORIGINS: dict[str, str] = {}
+#: Where each subject was first declared (a module, an entry point or a file), for the message of a conflict.
+_DECLARED_AT: dict[str, str] = {}
+#: Known failures a test suite adds to a subject declared elsewhere (parametrize_with_checks(known=...)).
+_ADDED_KNOWN: dict[str, tuple[Known, ...]] = {}
 
 
 def register(subject: Subject, *, origin: str | None = None) -> Subject:
     """Add a subject outside the declared modules (a third-party test suite's own layers). ``origin`` is where it
     is defined (a ``.py`` file or an importable module, optionally ``:object``): the reproduce command of its
-    cells loads it from there."""
-    existing = subjects().get(subject.id)
-    if existing is not None and existing is not subject:
-        raise UsageError(f"a different subject with id {subject.id!r} is already registered")
-    validate(subject)
-    _REGISTERED[subject.id] = subject
-    subjects()[subject.id] = subject
+    cells loads it from there. Registering an equal declaration again (the entry point's subject, declared again
+    in a test file) is allowed; a different one with the same id is a one-line error naming both places."""
+    where = origin or "a call of conformance.registry.register"
+    existing = declaration(subject.id)
+    if existing is not None and existing != subject:
+        raise UsageError(f"subject {subject.id!r} is declared twice, differently: in {_DECLARED_AT.get(subject.id)} "
+                         f"and in {where} (declare it once; conformance.api.subject({subject.id!r}) returns the "
+                         "registered one)")
+    if existing is None:
+        validate(subject)
+        _REGISTERED[subject.id] = subject
+        _DECLARED_AT[subject.id] = where
+        subjects()[subject.id] = subject.replace(known=subject.known + _ADDED_KNOWN.get(subject.id, ()))
     if origin:
         _ORIGINS[subject.id] = origin
-    return subject
+    return subjects()[subject.id]
+
+
+def declaration(subject_id: str) -> Subject | None:
+    """The subject as it was declared, without the known failures a test suite added (None if unknown)."""
+    found = subjects().get(subject_id)
+    added = _ADDED_KNOWN.get(subject_id, ())
+    return found.replace(known=found.known[:len(found.known) - len(added)]) if found and added else found
+
+
+def add_known(subject_id: str, entries: Iterable[Known]) -> Subject:
+    """Add known failures to a registered subject (those of a test suite, for a subject declared by its package's
+    entry point); an entry already there is not added twice."""
+    declared = declaration(subject_id)
+    if declared is None:
+        raise UsageError(f"known failures for {subject_id!r}, which is not a registered subject")
+    for entry in entries:
+        if not isinstance(entry, Known):
+            raise UsageError(f"known failures of {subject_id!r} must be conformance.api.Known, got "
+                             f"{type(entry).__name__}")
+        if entry not in _ADDED_KNOWN.get(subject_id, ()):
+            _ADDED_KNOWN[subject_id] = _ADDED_KNOWN.get(subject_id, ()) + (entry,)
+    subjects()[subject_id] = declared.replace(known=declared.known + _ADDED_KNOWN.get(subject_id, ()))
+    return subjects()[subject_id]
+
+
+def declared_in_suite(subject_id: str) -> bool:
+    """Whether a subject is one of this suite's own (conformance/subjects/), not a package's or a test file's."""
+    return _DECLARED_AT.get(subject_id, "").startswith(f"module {__package__}.subjects.")
 
 
 def origin(subject_id: str) -> str | None:
@@ -92,8 +136,13 @@ def validate(subject: Subject) -> None:
     matrix coordinate, an unknown spec, a ``fixed`` key the spec does not have."""
     if not isinstance(subject.id, str) or not subject.id.strip() or subject.id != subject.id.strip():
         raise UsageError(f"subject id {subject.id!r} must be a non-empty string without surrounding whitespace")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in subject.id):
-        raise UsageError(f"subject id {subject.id!r} contains a control character")
+    # Refused rather than escaped where shown: pytest and xdist print node ids, which hold the subject id, in places
+    # no plugin escapes (the xdist_group suffix "@subject|transform" of FAILED and -v lines), and an id
+    # is a coordinate copied into expectations and shell commands: one that hides or reorders its own text cannot
+    # be shown as itself anywhere. visible(one_line=True) changes exactly these characters.
+    if visible(subject.id, one_line=True) != subject.id:
+        raise UsageError(f"subject id '{terminal_text(subject.id)}' contains a control, line-break or text-direction "
+                         "character (shown escaped): declare an id that shows as itself")
     if subject.spec not in specs():
         raise UsageError(f"subject {subject.id!r} claims unknown spec {subject.spec!r}; known: "
                          f"{', '.join(sorted(specs()))}")
@@ -106,14 +155,15 @@ def validate(subject: Subject) -> None:
         raise UsageError(f"subject {subject.id!r}: {error}") from None
 
 
-def _declared_subjects() -> Iterator[Subject]:
+def _declared_subjects() -> Iterator[tuple[Subject, str]]:
+    """Every declared subject with where it is declared."""
     for name in subject_modules():
-        yield from importlib.import_module(name).subjects()
+        yield from ((subject, f"module {name}") for subject in importlib.import_module(name).subjects())
     yield from _entry_point_subjects()
-    yield from _REGISTERED.values()
+    yield from ((subject, _DECLARED_AT[subject.id]) for subject in _REGISTERED.values())
 
 
-def _entry_point_subjects() -> Iterator[Subject]:
+def _entry_point_subjects() -> Iterator[tuple[Subject, str]]:
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
@@ -127,7 +177,8 @@ def _entry_point_subjects() -> Iterator[Subject]:
         if bad:
             raise UsageError(f"entry point {entry.name} = {entry.value} (group {ENTRY_POINT_GROUP}) returned "
                              f"{type(bad[0]).__name__}, not conformance.api.Subject")
-        yield from found
+        where = f"entry point {entry.name} = {entry.value} of {getattr(entry.dist, 'name', 'a package')}"
+        yield from ((subject, where) for subject in found)
 
 
 def transforms() -> dict[str, Transform]:

@@ -10,7 +10,6 @@ them in processes forked from one that has already imported torch and the librar
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
@@ -25,6 +24,7 @@ from typing import Iterable, Sequence
 
 from . import SUITE_ROOT
 from .core.types import Known
+from .core.usage import OneLineParser
 
 FOLDER = "reproducers"
 EXPECT = re.compile(r"^#\s*expect:\s*(.*?)\s*$", re.M)
@@ -319,7 +319,7 @@ def run_forked(paths: Sequence[str], preload: Iterable[str] = (), *, timeout: fl
 
 # ---------------------------------------------------------------------------------------------------------- CLI
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.reproducers", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m conformance.reproducers", description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="*", help="scripts to run (default: every script an entry names)")
     parser.add_argument("--library", help="only this library's scripts (reproducers/<library>/)")
     parser.add_argument("--fork", action="store_true", help="fork per script from a process that imported the "

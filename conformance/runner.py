@@ -23,7 +23,8 @@ from . import registry
 from .checks import CHECKS
 from .checks.harness import Check, Truth, spec_truth
 from .core import isolation
-from .core.causes import CheckFailed, TransformFailed, classify
+from .core.causes import CheckFailed, ProgramStopRaised, TransformFailed, classify
+from .core.extras import EXTRA_OF_MODULE, install_hint
 from .core.settings import PROFILES, cell_timeout_s, profile_name
 from .core.strategies import stable_draws
 from .core.types import Cell, Example
@@ -135,6 +136,11 @@ def outcome_for(cell: Cell, ctx: Context, key: str) -> TransformRun:
         except TransformFailed as failure:
             failure.left_in_module = _left_in_watched(ctx)
             cached = failure
+        except (KeyboardInterrupt, SystemExit) as raised:
+            if isolation.stop_requested(raised):
+                raise
+            cached = TransformFailed(cell.transform, ProgramStopRaised(raised))
+            cached.left_in_module = _left_in_watched(ctx)
         finally:
             left_behind = isolation.restore(before)
         if isinstance(cached, TransformRun):
@@ -182,7 +188,8 @@ def skip_reason(cell: Cell) -> str | None:
         return f"{NOT_APPLICABLE}{reason}"
     missing = registry.missing_requirement(subject.requires + transform.requires)
     if missing:
-        return f"optional library {missing!r} is not installed"
+        hint = f" ({install_hint(missing)})" if missing in EXTRA_OF_MODULE else ""
+        return f"optional library {missing!r} is not installed{hint}"
     if cell.device == "cuda" and not torch.cuda.is_available():
         return NO_DEVICE
     return None
@@ -201,7 +208,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     transform = registry.transforms()[cell.transform]
     options = PROFILES[profile or profile_name()]
     dtype, device = DTYPES[cell.dtype], torch.device(cell.device)
-    check = _judge(CHECKS[cell.check])
+    check = _stops_as_findings(_judge(CHECKS[cell.check]))
     state = _CellState()
 
     # Compiling cells do not shrink a failure: every shrink step would compile again (minutes per cell). Nor do
@@ -267,7 +274,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     replay_key = (cell.subject, cell.device, cell.dtype, len(edges), examples if draws else 0,
                   profile or profile_name())
     replay = _EXAMPLES.get(replay_key) if options["derandomize"] else None
-    with _compile_settings(transform.compiles):
+    with _compile_settings(transform.compiles), isolation.sigints_counted():
         try:
             with time_limit(timeout_s), stable_draws():
                 if replay is not None and _first_failure(judge, replay) is not None:
@@ -370,7 +377,7 @@ def _result(error: BaseException | None, state: dict, duration: float, stage_cau
 def _raised_by_harness(error: BaseException) -> bool:
     """A bug in this framework (not a finding about the subject): raised from conformance/ code outside any
     transform stage and not a check's verdict."""
-    if isinstance(error, (CheckFailed, TransformFailed)):
+    if isinstance(error, (CheckFailed, TransformFailed, ProgramStopRaised)):
         return False
     frames = traceback.extract_tb(error.__traceback__)
     return bool(frames) and "/conformance/" in frames[-1].filename.replace("\\", "/")
@@ -398,6 +405,21 @@ def _judge(check: Check) -> Callable[..., int]:
                 raise _StopAtTransformFailure(failure) from failure.error
         return check.fn(ctx, outcome, truth, transform)
     return judge
+
+
+def _stops_as_findings(check: Callable[..., int]) -> Callable[..., int]:
+    """``check``, with a KeyboardInterrupt or SystemExit that the subject's code raised in it (a check may call the
+    module again) turned into an ordinary exception: hypothesis re-raises those two itself, and pytest would end
+    the run. A SIGINT the process received still stops it."""
+
+    def judged(*args) -> int:
+        try:
+            return check(*args)
+        except (KeyboardInterrupt, SystemExit) as raised:
+            if isolation.stop_requested(raised):
+                raise
+            raise ProgramStopRaised(raised) from raised
+    return judged
 
 
 def _apply_known(result: CellResult, known) -> CellResult:

@@ -1,14 +1,18 @@
 """pytest-xdist's scope schedulers (``--dist loadgroup``, ``loadscope``, ``loadfile``), made safe for runs in which
 workers die.
 
-In pytest-xdist 3.8 a worker that dies while running a test breaks these schedulers three ways (its issues #1189,
-#1323 and #1362, open): the dead worker's whole groups go back to the queue, the test that killed it included,
-so that test kills every replacement until the restart limit ends the run; the groups' finished tests go back too,
-and a group with nothing left to run makes its next worker wait forever; and the dead worker's collection is kept,
-so when two workers are replaced at once the scheduler hands work to one that has not collected yet and stops the
-run with an INTERNALERROR (KeyError). The subclass built here puts back only the unfinished tests other than the
-one that killed the worker and gives no work to a worker still collecting. (The dead worker's collection stays
-registered: the count of collections is also how the scheduler knows, at the end, that every test has run.)
+In pytest-xdist 3.8 a worker that dies while running a test breaks these schedulers four ways (the first three are
+its issues #1189, #1323 and #1362, open): the dead worker's whole groups go back to the queue, the test that killed
+it included, so that test kills every replacement until the restart limit ends the run; the groups' finished tests
+go back too, and a group with nothing left to run makes its next worker wait forever; and the dead worker's
+collection is kept, so when two workers are replaced at once the scheduler hands work to one that has not collected
+yet and stops the run with an INTERNALERROR (KeyError). A fourth: once the queue is empty the other workers have
+been told to shut down, and the replacement that takes the dead worker's groups back is given one of them; a worker
+never runs the only test it holds (see ``_reschedule``), so a group of one test there hangs the run. The subclass
+built here puts back only the unfinished tests other than the one that killed the worker, gives no work to a worker
+still collecting, gives a worker groups until it holds two tests or the queue is empty, and shuts down a worker left
+with one test and an empty queue. (The dead worker's collection stays registered: the count of collections is also
+how the scheduler knows, at the end, that every test has run.)
 """
 
 from __future__ import annotations
@@ -34,6 +38,13 @@ class _ForgetsDeadWorkers:
         if node not in self.registered_collections:
             return  # still collecting: it gets work when its collection is in
         super()._reschedule(node)
+        # xdist hands out one unit per call and calls again only when a test completes. A worker runs a test only
+        # once it holds the next one (pytest tears down with the next item in hand) or is told to shut down, so a
+        # replacement given a dead worker's one-test unit would wait forever beside a queue still holding units.
+        while not node.shutting_down and self.workqueue and self._pending_of(self.assigned_work[node]) < 2:
+            self._assign_work_unit(node)
+        if not self.workqueue and not node.shutting_down and self._pending_of(self.assigned_work[node]) < 2:
+            node.shutdown()  # nothing more will come: shutting down is what makes it run the one test it holds
 
 
 def crash_safe_scheduler(config, log):

@@ -15,7 +15,6 @@ name it (``shard`` in the run's ``suite.json``), and the report merges them like
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -23,8 +22,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from .core.escape import terminal_text
 from .core.fileio import atomic_write
 from .core.settings import UsageError
+from .core.usage import OneLineParser
 
 #: The checked-in weights (seconds per unit from a recorded CPU run), relative to the repository root.
 DEFAULT_DURATIONS = Path("reports") / "shard-durations.json"
@@ -58,9 +59,12 @@ def load_durations(path: Path | str) -> dict[str, float]:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("kind") != KIND:
             raise ValueError(f"not a {KIND} file")
-        return {str(unit): float(seconds) for unit, seconds in dict(data["units"]).items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        raise UsageError(f"--shard-durations {path}: {error}") from None
+        units = {str(unit): float(seconds) for unit, seconds in dict(data["units"]).items()}
+        if not all(0 <= seconds < float("inf") for seconds in units.values()):
+            raise ValueError("seconds must be finite and not negative")
+        return units
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as error:
+        raise UsageError(f"--shard-durations {path}: {str(error).splitlines()[0][:200]}") from None
 
 
 def plan(sizes: Mapping[str, int], durations: Mapping[str, float], count: int) -> dict[str, int]:
@@ -148,7 +152,7 @@ def _collect(pytest_args: Sequence[str]) -> list[tuple[str, str | None]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.shards", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m conformance.shards", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     made = sub.add_parser("durations", help="write the seconds per unit of recorded runs (the plan's weights)")
     made.add_argument("--results", nargs="+", required=True, help="result files or directories of a whole run")
@@ -164,7 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             units = durations_from_records(args.results)
             if not units:
                 raise UsageError(f"no cell records under {' '.join(args.results)}")
-            write_durations(units, args.out, source=" ".join(Path(p).name for p in args.results))
+            try:
+                write_durations(units, args.out, source=" ".join(Path(p).name for p in args.results))
+            except OSError as error:
+                raise UsageError(f"--out {args.out}: cannot write it: {error.strerror or error}") from None
             print(f"{args.out}: {len(units)} units, {sum(units.values()):.0f} s recorded")
             return 0
         if args.shards < 1:
@@ -183,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"imbalance (heaviest / mean, recorded seconds): {imbalance(loads):.3f}")
         return 0
     except UsageError as error:
-        print(f"python -m conformance.shards: {error}", file=sys.stderr)
+        print(f"python -m conformance.shards: {terminal_text(error)}", file=sys.stderr)
         return 2
 
 

@@ -98,6 +98,21 @@ FAULTY = textwrap.dedent('''
 
     BUILDS = {"crash": crash, "hang_py": hang_in_python, "hang_c": hang_in_c, "fine": fine, "slow": slow}
 
+    def exit_zero(example):  # a worker that leaves as if it had finished
+        os._exit(0)
+
+    def segfault(example):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    def raise_keyboard_interrupt(example):  # a library that stops its user's program (no signal was received)
+        raise KeyboardInterrupt("faultylib gave up")
+
+    def raise_system_exit(example):
+        raise SystemExit(3)
+
+    BUILDS.update({"exit": exit_zero, "segfault": segfault, "interrupt": raise_keyboard_interrupt,
+                   "sys_exit": raise_system_exit})
+
     def subjects():
         chosen = os.environ.get("FAULTY_SUBJECTS", "crash,hang_py,hang_c,fine").split(",")
         # ids a third party may choose: brackets, '|', '@', spaces and letters beyond ASCII
@@ -208,7 +223,7 @@ def test_the_readme_example_is_isolated_without_xdist(tmp_path):
                       cwd=tmp_path, site=site, env={"FAULTY_SUBJECTS": "fine"})
     log = done.stdout + done.stderr
     assert done.returncode == 1, log[-3000:]
-    runs = [p for p in (tmp_path / "reports" / "results").iterdir()]  # under the rootdir, not site-packages
+    runs = [p for p in (tmp_path / ".conformance" / "results").iterdir()]  # under the rootdir, not site-packages
     assert len(runs) == 1
     records = list(iter_records(runs))
     counts = Counter(r["cell"] for r in records)
@@ -400,7 +415,8 @@ def test_a_long_set_up_step_is_never_silent():
 
 
 def test_records_and_caches_go_under_the_rootdir(tmp_path):
-    """A library's own suite: records under <rootdir>/reports/results, compile caches under <rootdir>/.cache."""
+    """A library's own suite: one output directory, <rootdir>/.conformance, ignored by git (records under results/,
+    compile caches under cache/)."""
     (tmp_path / "test_where.py").write_text(textwrap.dedent('''
         import os
         from conformance.api import Subject, check_cell, parametrize_with_checks
@@ -417,6 +433,8 @@ def test_records_and_caches_go_under_the_rootdir(tmp_path):
     '''))
     done = pytest_run(["test_where.py", "-q", "-s", "-k", "forward_matches_spec and cpu and float32"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:]
-    assert f"CACHE={tmp_path / '.cache' / 'conformance'}" in done.stdout
-    assert f"INDUCTOR={tmp_path / '.cache' / 'conformance' / 'inductor'}" in done.stdout
-    assert list((tmp_path / "reports" / "results").glob("*/*.jsonl"))
+    assert f"CACHE={tmp_path / '.conformance' / 'cache'}" in done.stdout
+    assert f"INDUCTOR={tmp_path / '.conformance' / 'cache' / 'inductor'}" in done.stdout
+    assert list((tmp_path / ".conformance" / "results").glob("*/*.jsonl"))
+    assert (tmp_path / ".conformance" / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert not (tmp_path / "reports").exists() and not (tmp_path / ".cache").exists()

@@ -75,6 +75,9 @@ CAUSES: dict[str, str] = {
     "build-failed": "the subject could not be built for a drawn example",
     "forward-raised": "the forward pass raised",
     "backward-raised": "the backward pass raised",
+    "raised-KeyboardInterrupt": "the subject's code raised KeyboardInterrupt though no interrupt signal came: it "
+                                "would stop its user's program",
+    "raised-SystemExit": "the subject's code raised SystemExit (sys.exit): it would end its user's program",
     "timeout": "the cell ran past its time limit",
     "crash": "the worker process died while running the cell",
     "harness-error": "a bug in the conformance framework itself (please report it), not a finding",
@@ -116,6 +119,18 @@ class TransformFailed(Exception):
         self.left_in_module: list[str] = []
 
 
+class ProgramStopRaised(Exception):
+    """The subject's code raised KeyboardInterrupt (with no SIGINT received) or SystemExit: an ordinary exception
+    carrying it, so neither hypothesis nor pytest takes it as a request to stop (conformance.runner)."""
+
+    def __init__(self, raised: KeyboardInterrupt | SystemExit):
+        kind = "KeyboardInterrupt" if isinstance(raised, KeyboardInterrupt) else "SystemExit"
+        super().__init__(f"the subject's code raised {type(raised).__name__}({str(raised)!r})")
+        self.cause = f"raised-{kind}"
+        self.raised = raised
+        self.__cause__ = raised  # the record's trace shows where it was raised
+
+
 # (pattern over "ExceptionType: message", cause), first match wins.
 _RULES: list[tuple[re.Pattern, str]] = [
     (re.compile(r"must override the setup_context staticmethod"), "autograd-function-without-setup_context"),
@@ -151,6 +166,8 @@ def classify(error: BaseException, stage_causes: Mapping[str, str] | None = None
         return error.cause
     if isinstance(error, TransformFailed):
         return classify(error.error, stage_causes, stage=error.stage)
+    if isinstance(error, ProgramStopRaised):
+        return error.cause
     text = _flatten(error)
     for pattern, cause in _RULES:
         if pattern.search(text):

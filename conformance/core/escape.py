@@ -6,9 +6,11 @@ library (subject ids, causes, messages, environments, library names and versions
   :func:`md_fence` (a fenced block), :func:`md_url` (a link target; http(s) only).
 - JSON: :func:`json_text` (valid JSON that is also safe inside an HTML ``<script>`` element).
 - Terminal and CI logs: :func:`terminal_text`.
+- Shell: :func:`cell_command` (the command that re-runs a cell, every argument quoted).
 
 In every format, control characters (ANSI escape sequences start with one), C1 controls and the Unicode direction
-overrides are shown as visible escapes (``\\x1b``, ``\\u202e``) instead of acting on the reader's screen.
+marks, embeddings, overrides and isolates are shown as visible escapes (``\\x1b``, ``\\u202e``) instead of acting on
+the reader's screen (``\\u202e`` would show "evil" as "live").
 
 >>> md_text("a|b <script> [x](javascript:y)")
 'a&#124;b &lt;script&gt; [x]\\\\(javascript:y)'
@@ -21,9 +23,14 @@ from __future__ import annotations
 import html
 import json
 import re
+import shlex
 
-# C0 controls except tab and newline, DEL, C1 controls, line/paragraph separators, bidi embeddings and isolates.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+#: Line/paragraph separators, the direction marks (Arabic letter mark, left-to-right and right-to-left marks),
+#: embeddings, overrides and isolates, and the byte order mark: invisible, most able to reorder the text around
+#: them.
+_INVISIBLE = r"\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff"
+# C0 controls except tab and newline, DEL, C1 controls, and the invisible characters above.
+_CONTROL = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 _LINE_BREAKS = re.compile(r"\r\n|[\r\n\t]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -100,7 +107,7 @@ def md_url(value: object) -> str | None:
 
 
 # --------------------------------------------------------------------------------------------------------- JSON
-_JSON_UNSAFE = re.compile(r"[<>&\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
+_JSON_UNSAFE = re.compile(rf"[<>&\x7f-\x9f{_INVISIBLE}\ud800-\udfff]")
 
 
 def json_text(data, *, indent: int | None = None, sort_keys: bool = False) -> str:
@@ -118,3 +125,16 @@ def terminal_text(value: object) -> str:
     text = "" if value is None else str(value)
     text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", " ")
     return visible(text)
+
+
+# -------------------------------------------------------------------------------------------------------- shell
+def cell_command(cell_id: str, *, profile: str | None = None, load: str | None = None) -> str:
+    """The shell command that re-runs one cell, every value shell-quoted: pasted into a shell it runs
+    ``python -m conformance.cell`` on exactly ``cell_id`` (with that profile, loading ``load`` first), nothing else.
+
+    >>> cell_command("a|b$(x)|c|cpu|float32", profile="ci")
+    "CONFORMANCE_PROFILE=ci python -m conformance.cell 'a|b$(x)|c|cpu|float32'"
+    """
+    prefix = f"CONFORMANCE_PROFILE={shlex.quote(profile)} " if profile else ""
+    loading = f" --load {shlex.quote(load)}" if load else ""
+    return f"{prefix}python -m conformance.cell{loading} {shlex.quote(cell_id)}"

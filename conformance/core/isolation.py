@@ -9,11 +9,18 @@ buffer in ``forward`` (snntorch's ``init_hidden`` neurons) stops at a graph brea
 
 ``snapshot()`` before a transform and ``restore(snapshot)`` after it: what ``restore`` had to undo is returned as
 readable lines; the runner adds them to the transform's leaks (``no_state_leak`` fails on them) and to the record.
+
+Also here: whether a KeyboardInterrupt out of a cell is the user's Ctrl-C (``sigints_counted``, ``stop_requested``),
+and running a cell in a forked child (``run_forked``).
 """
 
 from __future__ import annotations
 
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 import torch.nn.modules.module as module_globals
@@ -62,6 +69,40 @@ def restore(before: Snapshot) -> list[str]:
         undone.append(f"default dtype left as {torch.get_default_dtype()}")
         torch.set_default_dtype(before.default_dtype)
     return undone
+
+
+# ------------------------------------------------------------------------------------ a stop asked for, or raised
+#: SIGINTs received since the innermost sigints_counted() began.
+_sigints_received = 0
+
+
+@contextmanager
+def sigints_counted() -> Iterator[None]:
+    """Count the SIGINTs this process receives while inside (its handler runs as before), so that
+    ``stop_requested`` can tell a user's Ctrl-C from a KeyboardInterrupt that a library raised by itself."""
+    global _sigints_received
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous) or threading.current_thread() is not threading.main_thread():
+        yield  # ignored, or the process's default end: no SIGINT becomes a KeyboardInterrupt here
+        return
+
+    def count_then_handle(signum, frame):
+        global _sigints_received
+        _sigints_received += 1
+        previous(signum, frame)
+
+    _sigints_received = 0
+    signal.signal(signal.SIGINT, count_then_handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def stop_requested(raised: BaseException) -> bool:
+    """Whether ``raised`` (a KeyboardInterrupt or SystemExit out of a cell) is a stop the user asked for: a
+    KeyboardInterrupt while a SIGINT was received. Otherwise the cell's code raised it and it is a finding."""
+    return isinstance(raised, KeyboardInterrupt) and _sigints_received > 0
 
 
 # ------------------------------------------------------------------------------------------ a cell in a child

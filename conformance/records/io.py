@@ -13,9 +13,12 @@ import gzip
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
+import tempfile
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -105,20 +108,48 @@ def _finite_or_none(value: float | None) -> float | None:
 
 
 class RecordWriter:
-    """Appends records to one file, flushing after each so a killed process loses nothing written."""
+    """Appends records to one file, each line written out at once so a killed process loses nothing written."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "a", encoding="utf-8", buffering=1)
+        self._file = open(self.path, "ab", buffering=0)
 
     def write(self, record: dict) -> None:
-        self._file.write(json.dumps(record, sort_keys=True, allow_nan=False) + "\n")
-        self._file.flush()
+        """Append ``record`` as one line; where the write fails (a full disk) the file is cut back to where it was,
+        so no torn line is left, and the OSError is raised."""
+        line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+        size = os.fstat(self._file.fileno()).st_size
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[self._file.write(view):]
+        except OSError:
+            try:
+                os.ftruncate(self._file.fileno(), size)
+            except OSError:
+                pass  # the write's own error is the one to report
+            raise
 
     def close(self) -> None:
         if not self._file.closed:
             self._file.close()
+
+
+def unwritable(directory: Path | str) -> str | None:
+    """Why records cannot be written into ``directory`` (one line), or None. Probed by creating and removing a file
+    in it or, where it does not exist yet, in the nearest existing directory above it (nothing is left behind)."""
+    existing = Path(directory).absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        return f"cannot create a file in {existing}: {_reason(exc)}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -137,18 +168,26 @@ def iter_records(paths: Iterable[Path | str], problems: list[Problem] | None = N
     """Every valid cell record in ``paths`` (files or directories searched for ``*.jsonl`` and ``*.jsonl.gz``, the
     form in which checked-in runs such as ``reports/cuda/`` are stored).
 
-    Malformed, truncated or foreign lines are appended to ``problems`` (with file and line) and skipped.
+    Any line that is not a usable record (truncated, not UTF-8, not JSON, nested deeper than ``MAX_DEPTH``, an
+    integer too long to convert, a foreign or future record, a field of the wrong type) is appended to ``problems``
+    (with file, line and reason) and skipped; an unreadable or corrupt file is one problem. Never raises for what a
+    file holds.
     """
     problems = problems if problems is not None else []
     for path in _expand(paths):
         try:
-            handle = gzip.open(path, "rt", encoding="utf-8", errors="replace") if path.suffix == ".gz" \
-                else open(path, encoding="utf-8", errors="replace")
+            handle = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
         except OSError as exc:
-            problems.append(Problem(str(path), 0, f"cannot read: {exc}"))
+            problems.append(Problem(str(path), 0, f"cannot read: {_reason(exc)}"))
             continue
         with handle:
             yield from _records_of(handle, path, problems)
+
+
+#: The deepest nesting of arrays and objects a record line may have (a record's own is 3).
+MAX_DEPTH = 16
+#: A JSON escape of half a surrogate pair: alone, its string cannot be written out as UTF-8.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _records_of(handle, path: Path, problems: list[Problem]) -> Iterator[dict]:
@@ -157,18 +196,74 @@ def _records_of(handle, path: Path, problems: list[Problem]) -> Iterator[dict]:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(Problem(str(path), number, f"not JSON ({exc.msg}); truncated write?"))
-                continue
-            reason = invalid(record)
+            record, reason = parse_line(line)
             if reason:
                 problems.append(Problem(str(path), number, reason))
                 continue
             yield record
-    except (EOFError, OSError) as exc:  # a truncated or corrupt .gz: keep what was read
-        problems.append(Problem(str(path), number + 1, f"cannot read further: {exc}"))
+    except (EOFError, OSError, zlib.error) as exc:  # a truncated or corrupt .gz, a failing disk: keep what was read
+        problems.append(Problem(str(path), number + 1, f"cannot read further: {_reason(exc)}"))
+
+
+def parse_line(line: bytes) -> tuple[dict | None, str | None]:
+    """One line of a records file as (record, None), or (None, why it is not a usable record)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 (byte {exc.start}); binary data?"
+    try:
+        record = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg}); truncated write?"
+    except ValueError as exc:  # NaN/Infinity, or an integer too long to convert
+        return None, f"not JSON ({str(exc).split(':')[0]})"
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _deeper_than(record, MAX_DEPTH):
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    if _SURROGATE_ESCAPE.search(text) and not _encodable(record):
+        return None, "a string with a lone surrogate (not encodable as UTF-8)"
+    return record, invalid(record)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number")
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    pending = [(value, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth > limit:
+                return True
+            pending.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+def _encodable(value: Any) -> bool:
+    pending = [value]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+    return True
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as one short line (an OSError by its strerror)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc).strip().splitlines()
+    return (text[0][:200] if text else type(exc).__name__)
 
 
 def _expand(paths: Iterable[Path | str]) -> Iterator[Path]:
@@ -213,7 +308,7 @@ def read_suite_files(paths: Iterable[Path | str]) -> dict:
             data = json.loads(candidate.read_text(encoding="utf-8"))
             transforms = [(str(t["id"]), str(t.get("doc") or "")) for t in data["transforms"]]
             checks = {str(k): str(v or "") for k, v in dict(data["checks"]).items()}
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             continue  # not a suite description: the columns fall back to names
         for name, doc in transforms:
             merged["order"].setdefault(name, len(merged["order"]))
@@ -232,7 +327,7 @@ def missing_shards(paths: Iterable[Path | str]) -> list[str]:
             shard = json.loads(candidate.read_text(encoding="utf-8"))["shard"]
             index, count = (int(v) for v in str(shard["part"]).split("/"))
             environment = str(shard["environment"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             continue  # no suite file, or a run that is not a shard
         seen.setdefault((environment, count), set()).add(index)
     return [f"{i}/{count} of {environment}" for (environment, count), present in sorted(seen.items())

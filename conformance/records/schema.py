@@ -74,8 +74,11 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "run": (str,), "cell": (str,), "library": (str,), "library_version": (str,), "spec": (str,),
     "cause": (str,), "message": (str,), "example": (str,), "reproduce": (str,), "started": (str,),
     "max_abs_err": _NUMBER, "max_rel_err": _NUMBER, "atol": _NUMBER, "rtol": _NUMBER, "duration_s": _NUMBER,
-    "tie_excluded": (int,), "known": (dict,), "env": (dict,), "extra": (dict,),
+    "tie_excluded": (int,), "known": (dict,), "env": (dict,), "extra": (dict,), "also": (list,),
 }
+#: Numbers beyond this are no measurement (a float overflows, a report cannot print them): the record is broken.
+LARGEST = 1e308
+_NUMERIC = [k for k, kinds in _TYPES.items() if kinds in (_NUMBER, (int,))]
 
 
 def invalid(record: Any) -> str | None:
@@ -95,4 +98,10 @@ def invalid(record: Any) -> str | None:
              if record.get(k) is not None and (not isinstance(record[k], kinds) or isinstance(record[k], bool))]
     if wrong:
         return f"field(s) of the wrong type: {wrong}"
+    huge = [k for k in _NUMERIC if not -LARGEST <= (record.get(k) or 0) <= LARGEST]
+    if huge:
+        return f"field(s) not a finite number: {huge}"
+    if any(not isinstance(finding, dict) for finding in record.get("also") or ()):
+        return "field 'also' is not a list of objects"
     return None
+

@@ -20,7 +20,8 @@ Against an expectations file of one environment (``cpu-torch2.13``) only the rec
 compared; the others (e.g. the merged CUDA columns) are left out, and the report says how many.
 
 Exit status: 0 rendered; 1 regressions against --diff-against with --fail-on-regression; 2 usage error, a corrupt
-or missing baseline, a named --results path missing or empty, or no records at all (after running the matrix).
+or missing baseline or one without a readable cell (with --fail-on-regression: with any unreadable line), a named
+--results path missing or empty, or no records at all (after running the matrix).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Sequence
 
 from ..core.escape import terminal_text
 from ..core.fileio import atomic_write_many
+from ..core.usage import OneLineParser
 from ..records import expectations
 from ..records.io import DEFAULT_DIR, missing_shards
 from .data import (
@@ -121,21 +123,14 @@ def machine_devices() -> set[str]:
 
 
 # -------------------------------------------------------------------------------------------------- main
-class OneLineParser(argparse.ArgumentParser):
-    """Bad usage is one line naming the problem and the valid usage (choices included), exit status 2."""
-
-    def error(self, message: str):
-        usage = " ".join(self.format_usage().split())
-        self.exit(2, f"{self.prog}: error: {terminal_text(message)} ({usage})\n")
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = OneLineParser(
         prog=PROG,
         description="Render the conformance matrix (matrix.html, matrix.md, matrix.json, summary.md) from recorded "
                     "cell results. Outcomes are read from the records, never re-derived.",
         epilog="Exit status: 0 ok; 1 regressions with --fail-on-regression; 2 usage error, corrupt or missing "
-               "baseline, a named --results path missing or empty, or no records.",
+               "baseline or one without a readable cell (with --fail-on-regression: with any unreadable line), a "
+               "named --results path missing or empty, or no records.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", nargs="+", metavar="PATH", default=None,
                         help="result files or directories (searched recursively for *.jsonl, *.jsonl.gz), merged; "
@@ -203,14 +198,13 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
     paths = [Path(p) for p in args.results] if explicit else default_results()
     started = time.perf_counter()
     baseline = diff_env = environment = None
-    if args.diff_against and _is_expectations(Path(args.diff_against)):
-        try:
-            expected = expectations.read(args.diff_against)
-        except expectations.ExpectationsError as exc:
-            say(f"--diff-against: {exc}")
+    baseline_problems: list = []
+    if args.diff_against:
+        read = read_baseline(Path(args.diff_against), strict=args.fail_on_regression)
+        if read is None:
             return 2
-        baseline = {cell: {"outcome": v["outcome"], "cause": v.get("cause")} for cell, v in expected["cells"].items()}
-        diff_env = environment = expected["env"] if parse_environment(expected["env"]) else None
+        baseline, diff_env, baseline_problems = read
+        environment = diff_env
     if environment is None and args.write_expectations and parse_environment(args.env):
         environment = args.env
     loader = dict(latest_run_wins=args.latest_run_wins, environment=environment)
@@ -252,6 +246,7 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
             say(f"no records of this machine's device(s) {', '.join(missing)} (run without --no-run to record them)")
     for problem in loaded.problems:
         say(f"skipped {problem}")
+    loaded.problems.extend(baseline_problems)  # shown in the report too, printed above
     if not loaded.rows:
         say(f"no records found in {', '.join(map(str, paths)) or DEFAULT_DIR}")
         return 2
@@ -264,12 +259,6 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
             "every shard's records with --results)")
     the_diff = None
     if args.diff_against:
-        if baseline is None:
-            try:
-                baseline = load_baseline(args.diff_against, loaded.problems)
-            except (OSError, ValueError) as exc:
-                say(str(exc))
-                return 2
         sparse = Path(args.diff_against).suffix == ".json"  # an expectations file lists no implied cell
         if diff_env is not None and loaded.env_cells is not None:  # like with like: that environment's records
             the_diff = diff(baseline, loaded.env_cells, against=str(args.diff_against), environment=environment,
@@ -325,6 +314,33 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
         if args.fail_on_regression and the_diff.regressions:
             return 1
     return 0
+
+
+def read_baseline(path: Path, *, strict: bool) -> tuple[dict[str, dict], str | None, list] | None:
+    """The ``--diff-against`` baseline (cell -> {"outcome", "cause"}), the environment it describes and its unreadable
+    lines (each printed here), or None after saying why it cannot be used: it is missing or corrupt, it has no usable
+    cell (a diff against nothing finds no regression) or, with ``strict``, an unreadable line."""
+    problems: list = []
+    try:
+        environment = expectations.read(path)["env"] if _is_expectations(path) else None
+        baseline = load_baseline(path, problems)
+    except expectations.ExpectationsError as exc:
+        say(f"--diff-against: {exc}")
+        return None
+    except FileNotFoundError as exc:  # its message names the option
+        say(str(exc))
+        return None
+    for problem in problems:
+        say(f"--diff-against: skipped {problem}")
+    if not baseline:
+        say(f"--diff-against {path}: no readable cell, nothing to compare with"
+            + (f" ({len(problems)} unreadable line(s), above)" if problems else ""))
+        return None
+    if strict and problems:
+        say(f"--diff-against {path}: {len(problems)} unreadable line(s), above: with --fail-on-regression the baseline "
+            "must be whole (the cells of those lines could hide regressions)")
+        return None
+    return baseline, environment if parse_environment(environment) else None, problems
 
 
 def expectations_text(loaded: Loaded, env: str) -> str:

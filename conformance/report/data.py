@@ -23,6 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..core.escape import cell_command
+from ..core.settings import PROFILES
 from ..records.expectations import implied, is_implied
 from ..records.io import NO_DEVICE, Problem, cell_key, iter_records, read_suite_files
 
@@ -364,10 +366,19 @@ class _Loader:
                    max_abs_err=_number(record.get("max_abs_err")), max_rel_err=_number(record.get("max_rel_err")),
                    atol=_number(record.get("atol")), rtol=_number(record.get("rtol")),
                    tie_excluded=tie if isinstance(tie, int) and not isinstance(tie, bool) else 0,
-                   example=cap(record.get("example")), reproduce=cap(record.get("reproduce")) or "", known=known,
+                   example=cap(record.get("example")), reproduce=reproduce_command(key, env_clean), known=known,
                    duration_s=_number(record.get("duration_s")), started=intern(record.get("started")) or "",
                    run=intern(record.get("run")) or "unknown", library_version=intern(record.get("library_version")),
                    env=env_clean, env_key=env_key, left_behind=undone or None)
+
+
+def reproduce_command(cell_id: str, env: dict) -> str:
+    """The command that re-runs a cell, made from its id (and its run's profile when that is one of this suite's),
+    never the record's own ``reproduce``: records come from other machines, and a pasted command must not run what a
+    record planted. A subject a test suite registered also needs that suite's ``--load FILE``, which the failure
+    text printed where the cell ran holds."""
+    profile = env.get("hypothesis_profile")
+    return cell_command(cell_id, profile=profile if profile in PROFILES else None)
 
 
 def normalise(record: dict) -> Row:

@@ -4,8 +4,10 @@ The per-check rows are embedded once, compactly (strings, environments and known
 interned into tables referenced by index), as JSON inside a non-executed ``<script type="application/json">``
 with ``<``, ``>`` and ``&`` escaped so no recorded string can close the tag (``report_escape.json_text``), written
 in pieces so a large report is never one string. The page's script builds the matrix from them and renders a
-cell's checks on click, always through ``textContent`` (never as markup). The static sections (summary chart,
-what each transform and check tests, causes, runs, diff, unreadable lines) are escaped here (``html_text``).
+cell's checks on click, always through ``textContent`` (never as markup), so every string is embedded as
+``core.escape.visible`` shows it (a direction override or a C1 control arrives there as an escape). The static
+sections (summary chart, what each transform and check tests, causes, runs, diff, unreadable lines) are escaped here
+(``html_text``).
 ``matrix.html#selftest`` runs the page's interactions and writes the results into ``#selftest``
 (used by the browser test through ``chromium --dump-dom``).
 """
@@ -18,7 +20,7 @@ import json
 import math
 from typing import Iterator
 
-from ..core.escape import html_text, json_text
+from ..core.escape import html_text, json_text, visible
 from .data import WORST_FIRST, Diff, Loaded, error_size, left_out_note
 from .history import environment_line, history_counts, history_status
 
@@ -58,10 +60,21 @@ def _short(value: float | None):
 
 
 def _templated(text: str | None, cell_id: str) -> str | None:
-    """Replace the cell id inside a string by \\x01 (restored by the page): reproduce commands repeat it."""
-    if text is None or "\x01" in text:
-        return text
-    return text.replace(cell_id, "\x01")
+    """Replace the cell id inside a string by \\x01 (restored by the page): reproduce commands repeat it. Both as
+    :func:`_shown` makes them (so no recorded \\x01 is left)."""
+    return None if text is None else visible(text).replace(visible(cell_id), "\x01")
+
+
+def _shown(value):
+    """``value`` with every string in it (keys too) as :func:`visible` shows it: the page's script puts these
+    strings on screen as they are, so a direction override or a C1 control arrives there as an escape."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {_shown(k): _shown(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_shown(v) for v in value]
+    return value
 
 
 def embed_chunks(loaded: Loaded, model: dict, the_diff: Diff | None) -> Iterator[str]:
@@ -87,12 +100,13 @@ def embed_chunks(loaded: Loaded, model: dict, the_diff: Diff | None) -> Iterator
             more = len(message) - MESSAGE_LIMIT
             message = message[:MESSAGE_LIMIT] + f"\n… [{more} more characters in matrix.json]"
         mark = marks.get(r["id"]) if marks and the_diff.shows(r["env"]) else None
-        batch.append([subject_index[r["subject"]], transform_index[r["transform"]], strings(r["check"]),
+        batch.append([subject_index[r["subject"]], transform_index[r["transform"]], strings(_shown(r["check"])),
                       device_index[r["device"]], dtype_index[r["dtype"]], outcome_index[r["outcome"]],
-                      strings(r["cause"]), strings(_templated(message, r["id"])), _short(r["max_abs_err"]),
+                      strings(_shown(r["cause"])), strings(_templated(message, r["id"])), _short(r["max_abs_err"]),
                       _short(r["max_rel_err"]), _short(r["atol"]), _short(r["rtol"]), r["tie_excluded"],
                       strings(_templated(r["example"], r["id"])), strings(_templated(r["reproduce"], r["id"])),
-                      knowns(r["known"]), envs(r["env_key"]), strings(r["run"]), strings(r["started"]),
+                      knowns(r["known"]), envs(r["env_key"]), strings(_shown(r["run"])),
+                      strings(_shown(r["started"])),
                       _short(r["duration_s"]), DIFF_CODES.get(mark, 0)])
         if len(batch) == 2000:
             yield ("" if first else ",") + json_text(batch)[1:-1]
@@ -100,13 +114,13 @@ def embed_chunks(loaded: Loaded, model: dict, the_diff: Diff | None) -> Iterator
     if batch:
         yield ("" if first else ",") + json_text(batch)[1:-1]
     descriptions = model.get("descriptions") or {}
-    rest = {"generated": model["generated"], "outcomes": list(WORST_FIRST), "symbols": SYMBOLS,
-            "subjects": subjects, "transforms": transforms, "devices": devices,
-            "present_devices": model["devices"], "dtypes": dtypes, "strings": strings.items,
-            "envs": [json.loads(key) for key in envs.items], "knowns": knowns.items,
-            "causes": _cause_descriptions(loaded),
-            "transform_docs": [(descriptions.get("transforms") or {}).get(t, "") for t in transforms],
-            "stale_after_s": 7 * 24 * 3600}
+    rest = _shown({"generated": model["generated"], "outcomes": list(WORST_FIRST), "symbols": SYMBOLS,
+                   "subjects": subjects, "transforms": transforms, "devices": devices,
+                   "present_devices": model["devices"], "dtypes": dtypes,
+                   "envs": [json.loads(key) for key in envs.items], "causes": _cause_descriptions(loaded),
+                   "transform_docs": [(descriptions.get("transforms") or {}).get(t, "") for t in transforms],
+                   "stale_after_s": 7 * 24 * 3600})
+    rest.update(strings=strings.items, knowns=_shown(knowns.items))  # strings: shown as they were interned
     yield "]," + json_text(rest)[1:]
 
 

@@ -6,17 +6,16 @@ writes ``<library>.md`` for every library in the records (the report reads recor
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from tabulate import tabulate
-
 from ..core.escape import md_code, md_fence, md_text, md_url, terminal_text
-from ..core.fileio import atomic_write
+from ..core.extras import tabulate
+from ..core.fileio import atomic_write_many
+from ..core.usage import OneLineParser
 from .data import LEFT_BEHIND, left_behind, load_records, reproducer_code
 from .history import (
     HISTORY_DIR,
@@ -186,7 +185,7 @@ def _own_message(row) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.report.libdocs", description=__doc__)
+    parser = OneLineParser(prog="python -m conformance.report.libdocs", description=__doc__)
     # the checked-in GPU records too, as the report reads them (a no-device CUDA skip never displaces them)
     parser.add_argument("--results", nargs="+", default=["reports/results", "reports/cuda"])
     parser.add_argument("--out", default="docs/libraries")
@@ -205,13 +204,20 @@ def main(argv: list[str] | None = None) -> int:
         mine = [r for r in records if r["transform"].startswith(prefix)]
         if mine:
             by_library[library] = mine
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if not records:
+        print(f"libdocs: no records in {terminal_text(' '.join(args.results))}; nothing written", file=sys.stderr)
+        return 2
+    pages = {Path(args.out) / page_name(library): render(library, recs, history.get(library))
+             for library, recs in sorted(by_library.items())}
+    try:  # every page or none: a full disk leaves the previous pages
+        atomic_write_many(pages)
+    except OSError as error:
+        print(f"libdocs: cannot write the pages into {terminal_text(args.out)}: "
+              f"{terminal_text(error.strerror or error)}", file=sys.stderr)
+        return 2
     for library, recs in sorted(by_library.items()):
-        path = out / page_name(library)
-        atomic_write(path, render(library, recs, history.get(library)))
-        print(f"libdocs: wrote {terminal_text(path)} ({len(recs)} cells)")
-    return 0 if records else 2
+        print(f"libdocs: wrote {terminal_text(Path(args.out) / page_name(library))} ({len(recs)} cells)")
+    return 0
 
 
 if __name__ == "__main__":

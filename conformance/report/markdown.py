@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tabulate import tabulate
-
 from ..core.escape import md_code, md_text, md_url
+from ..core.extras import tabulate
 from .data import WORST_FIRST, Diff, Loaded, aggregate, error_size, group, left_out_note
 from .history import environment_line, history_counts, history_status
 from .html import MEANING, SYMBOLS

@@ -6,25 +6,37 @@ lines), and nothing comes out raw."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from conformance import expectations
-from conformance.core.escape import md_code, md_text
+from conformance.core.escape import cell_command, md_code, md_text
 from conformance.report import html as report_html
 from conformance.report import libdocs
 from conformance.report.cli import main
 
 from .conftest import record, write
 
+#: Direction marks, embeddings, overrides and isolates (U+202E then "evil" shows "live"), every C0 and C1 control.
+BIDI_AND_CONTROLS = "".join(map(chr, [*range(0x202a, 0x202f), *range(0x2066, 0x206a), 0x200e, 0x200f, 0x061c,
+                                      *range(0x00, 0x20), *range(0x7f, 0xa0)]))
 HOSTILE = ("<script>alert(1)</script><img src=x onerror=alert(2)>|`[click](javascript:alert(3))`[r][x] **b** _i_ "
-           "~~s~~ <https://evil.example> \x1b[2J\x1b]0;title\x07\r\n\t\x00\x9b\u202e\u2028 &amp; \\| ``` \ud800 #")
+           "~~s~~ <https://evil.example> \x1b[2J\x1b]0;title\x07\r\n\t\x00\x9b\u202e\u2028 &amp; \\| ``` # "
+           f"\u202eevil {BIDI_AND_CONTROLS}")
 MARK = "HOSTILE-"
-#: Raw control characters (newline and tab aside), direction overrides and lone surrogates.
-RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+#: Raw control characters (newline and tab aside), direction marks and overrides, and lone surrogates.
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                         r"\ud800-\udfff]")
+#: A cell id a shell would act on, and a record whose ``reproduce`` plants commands: the report must show the command
+#: derived from the id, quoted, instead.
+PLANTED_ID = "shellib.$(touch ID_RAN)`touch ID_TICKS`'q\"|eager|forward_matches_spec|cpu|float32"
+PLANTED = "python -m conformance.cell ok; touch PLANTED_RAN $(touch PLANTED_SUB) `touch PLANTED_TICKS`"
 UNTOUCHED = {"schema", "kind", "outcome", "max_abs_err", "max_rel_err", "atol", "rtol", "tie_excluded", "duration_s"}
 
 
@@ -73,11 +85,15 @@ def hostile_outputs(tmp_path, capfd):
     records = [hostile_record("fail"), hostile_record("xfail", subject=hostile("xfail.subject")),
                hostile_record("fail", transform="cpu_vs_cuda", device="cuda"),  # the CPU/CUDA agreement table
                hostile_record("fail", transform="bdpy_" + hostile("bdpy")),  # a transform library's page
-               hostile_record("fail", transform="nir_" + hostile("nir"))]  # the cross-framework table
+               hostile_record("fail", transform="nir_" + hostile("nir")),  # the cross-framework table
+               dict(record(*PLANTED_ID.split("|")[:3], "fail", cause="x", message=hostile("planted")),
+                    reproduce=PLANTED)]
     results = write(tmp_path / "results" / "gw0.jsonl", records).parent
     bad = dict(records[0], outcome=hostile("bad-outcome"))  # an unreadable line quoting hostile text
-    with open(results / "gw0.jsonl", "ab") as handle:  # a raw lone surrogate too: the reader replaces it
-        handle.write((json.dumps(bad) + "\n" + hostile("not-json") + "\n").encode("utf-8", "surrogatepass"))
+    surrogate = dict(records[0], message=hostile("surrogate") + "\ud800")  # unreadable too (not encodable)
+    with open(results / "gw0.jsonl", "ab") as handle:  # a raw lone surrogate too: not UTF-8
+        handle.write((json.dumps(bad) + "\n" + json.dumps(surrogate) + "\n" + hostile("not-json") + "\ud800\n")
+                     .encode("utf-8", "surrogatepass"))
     before = write(tmp_path / "before" / "gw0.jsonl", [dict(r, outcome="pass", cause=None) for r in records])
     case = f"{hostile('bench-subject')}|{hostile('size')}|{hostile('mode')}"
     bench = bench_document(case, 1.5, skipped={hostile("skipped-case"): hostile("skip-reason")})
@@ -213,3 +229,71 @@ def test_markdown_escaping_round_trips_through_a_table_cell(text):
 def test_checked_in_library_pages_have_safe_names():
     pages = sorted(Path(__file__).resolve().parents[2].joinpath("docs", "libraries").glob("*.md"))
     assert pages and all(libdocs.page_name(p.stem) == p.name for p in pages)
+
+
+#: The place of a row's reproduce command in the page's embedded rows (REPRO in html._JS).
+PAGE_REPRO = 14
+
+
+def page_data(page: str) -> dict:
+    return json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+
+
+def strings_in(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_in(item)
+
+
+def test_the_interactive_table_and_detail_panel_get_no_control_or_direction_character(hostile_outputs):
+    """The page's script puts the embedded strings on screen as they are (textContent), so once parsed none may hold
+    a control or direction character (U+202E shows "evil" as "live"); \\x01 is the page's placeholder for the id."""
+    _, out, _ = hostile_outputs
+    shown = [text.replace("\x01", "") for text in strings_in(page_data((out / "matrix.html").read_text()))]
+    assert [text for text in shown if RAW_CONTROL.search(text)] == []
+    assert any("\\u202eevil" in text for text in shown) and any("\\x9b" in text for text in shown)  # marked
+
+
+def rendered_commands(tmp_path, out) -> dict[str, str]:
+    """The planted cell's reproduce command as each output that shows one shows it."""
+    checks = json.loads((out / "matrix.json").read_text())["checks"]
+    data = page_data((out / "matrix.html").read_text())
+    subject = next(i for i, s in enumerate(data["subjects"]) if s[0] == PLANTED_ID.split("|")[0])
+    row = next(r for r in data["rows"] if r[0] == subject)
+    page = (tmp_path / "docs" / "shellib.md").read_text().split("Reproduce:\n\n", 1)[1].splitlines()
+    assert page[0] == "```bash" and page[2] == "```", page[:3]
+    return {"matrix.json": next(c["reproduce"] for c in checks if c["cell"] == PLANTED_ID),
+            "matrix.html": data["strings"][row[PAGE_REPRO]].replace("\x01", PLANTED_ID), "shellib.md": page[1]}
+
+
+def test_every_output_shows_the_reproduce_command_made_from_the_cell_id(hostile_outputs):
+    tmp_path, out, _ = hostile_outputs
+    derived = f"CONFORMANCE_PROFILE=ci python -m conformance.cell {shlex.quote(PLANTED_ID)}"
+    assert rendered_commands(tmp_path, out) == dict.fromkeys(("matrix.json", "matrix.html", "shellib.md"), derived)
+    checks = json.loads((out / "matrix.json").read_text())["checks"]
+    # a record's own command is never shown; a profile only when it is one of the suite's (the hostile ones aren't)
+    assert {c["cell"]: c["reproduce"] for c in checks} == {
+        c["cell"]: cell_command(c["cell"], profile="ci" if c["cell"] == PLANTED_ID else None) for c in checks}
+
+
+def test_a_pasted_reproduce_command_runs_the_cell_and_nothing_else(hostile_outputs, tmp_path_factory):
+    tmp_path, out, _ = hostile_outputs
+    shell = tmp_path_factory.mktemp("shell")
+    fake = shell / "bin" / "python"  # records its arguments, NUL-separated
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nprintf "%s\\0" "$@" > "$ARGV_FILE"\n')
+    fake.chmod(0o755)
+    commands = rendered_commands(tmp_path, out)
+    for where, command in commands.items():
+        argv = shell / f"{where}.argv"
+        done = subprocess.run(["bash", "-c", command], cwd=shell, capture_output=True, text=True, timeout=10,
+                              env={"PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}", "ARGV_FILE": str(argv)})
+        assert done.returncode == 0, (where, command, done.stderr)
+        assert argv.read_text().split("\0")[:-1] == ["-m", "conformance.cell", PLANTED_ID], (where, command)
+    assert sorted(p.name for p in shell.iterdir()) == sorted(["bin", *(f"{w}.argv" for w in commands)])
