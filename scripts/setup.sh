@@ -40,7 +40,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
   echo "setup: installing into .venv (first use, or pyproject.toml/constraints.txt/scripts changed); about 3-5 minutes" >&2
   quiet() { { grep --line-buffered -v "is ignored: it is neither a file nor a directory" || true; } >&2; }
   echo "setup: the suite and its test tools: $(grep -vE '^\s*(#|$)' constraints.txt | tr '\n' ' ')" >&2
-  with_heartbeat "setup: suite" bash -c 'python -m pip install --quiet -c constraints.txt -e . 2>&1' | quiet
+  # the extras the suite's own tools use; the nir and onnx extras' packages come pinned from install-libraries.sh
+  with_heartbeat "setup: suite" \
+    bash -c 'python -m pip install --quiet -c constraints.txt -e ".[parallel,bench,report]" 2>&1' | quiet
   bash scripts/install-libraries.sh 2>&1 | quiet
   inputs | sha1sum | cut -d' ' -f1 > "$stamp"
   echo "setup: ready in $(( $(date +%s) - setup_started )) s: $(python -c 'import torch; print("torch", torch.__version__)')" >&2

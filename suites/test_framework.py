@@ -478,7 +478,8 @@ def test_the_cache_directory_is_resolved_in_one_place(tmp_path, monkeypatch):
     from conformance.core.settings import cache_dir
 
     monkeypatch.chdir(tmp_path)
-    default = tmp_path / ".cache" / "conformance"
+    monkeypatch.delenv("CONFORMANCE_DIR", raising=False)  # the kit's one output directory, when a user sets it
+    default = tmp_path / ".conformance" / "cache"
     for value in (None, ""):
         if value is None:
             monkeypatch.delenv("CONFORMANCE_CACHE_DIR", raising=False)
@@ -486,7 +487,7 @@ def test_the_cache_directory_is_resolved_in_one_place(tmp_path, monkeypatch):
             monkeypatch.setenv("CONFORMANCE_CACHE_DIR", value)
         assert cache_dir() == default.resolve()
         assert ab.default_cache() == default.resolve() / "bench-baseline"
-    assert cache_dir(tmp_path / "root") == (tmp_path / "root" / ".cache" / "conformance").resolve()
+    assert cache_dir(tmp_path / "root") == (tmp_path / "root" / ".conformance" / "cache").resolve()
     monkeypatch.setenv("CONFORMANCE_CACHE_DIR", "relative/here")
     assert cache_dir(tmp_path / "root") == (tmp_path / "relative" / "here").resolve()
     assert ab.default_cache() == (tmp_path / "relative" / "here" / "bench-baseline").resolve()

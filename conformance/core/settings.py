@@ -3,6 +3,8 @@ plugin reads these in every session, including sessions that run no cell.
 
 - ``CONFORMANCE_PROFILE``: the hypothesis profile of the cells (``PROFILES``, default ``ci``).
 - ``CONFORMANCE_CELL_TIMEOUT``: seconds before a cell is stopped and recorded as ``timeout`` (default 300).
+- ``CONFORMANCE_DIR``: the one directory the kit writes into (:func:`output_dir`, default ``.conformance``).
+- ``CONFORMANCE_CACHE_DIR``: compile caches (default ``<output dir>/cache``).
 """
 
 from __future__ import annotations
@@ -58,22 +60,45 @@ def hard_limit_s(limit: float) -> float:
 _CONFIGURED = False
 
 
-def cache_dir(root: Path | None = None) -> Path:
-    """The suite's cache directory, absolute: ``CONFORMANCE_CACHE_DIR`` when set and not empty, else
-    ``<root or cwd>/.cache/conformance``."""
-    chosen = os.environ.get("CONFORMANCE_CACHE_DIR") or Path(root or Path.cwd()) / ".cache" / "conformance"
+#: The kit's output directory under pytest's rootdir (or the working directory) unless configured otherwise.
+OUTPUT_DIR_NAME = ".conformance"
+
+
+def output_dir(root: Path | None = None, name: str = OUTPUT_DIR_NAME) -> Path:
+    """The one directory the kit writes into (records, compile caches), absolute: ``CONFORMANCE_DIR`` when set and
+    not empty, else ``<root or cwd>/<name>``. The plugin sets ``CONFORMANCE_DIR`` from its rootdir and its
+    ``conformance_dir`` ini option (its workers and forked children read it from there)."""
+    chosen = os.environ.get("CONFORMANCE_DIR") or Path(root or Path.cwd()) / name
     return Path(chosen).resolve()
 
 
-def configure_process(cache_root: Path | None = None) -> None:
+def claim_output_dir(directory: Path) -> None:
+    """Create ``directory``; one this call creates gets a ``.gitignore`` of ``*`` (as pytest's own cache does), so
+    the kit's output never shows in ``git status``. A directory that exists already is left as it is."""
+    if directory.is_dir():
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / ".gitignore").write_text("# written by qsnn-conformance: its output is never committed\n*\n",
+                                          encoding="utf-8")
+
+
+def cache_dir(root: Path | None = None) -> Path:
+    """The suite's cache directory, absolute: ``CONFORMANCE_CACHE_DIR`` when set and not empty, else
+    ``<output dir>/cache`` (:func:`output_dir`)."""
+    chosen = os.environ.get("CONFORMANCE_CACHE_DIR") or output_dir(root) / "cache"
+    return Path(chosen).resolve()
+
+
+def configure_process(root: Path | None = None) -> None:
     """One torch thread per process (xdist oversubscription is a 10-50x slowdown; strict tolerances need a fixed
     reduction order) and compile caches in a known directory (:func:`cache_dir`), kept between runs. Done once per
-    process, before its first cell."""
+    process, before its first cell. (Hypothesis keeps its own ``.hypothesis``, which ignores itself in git.)"""
     global _CONFIGURED
     if _CONFIGURED:
         return
     _CONFIGURED = True
-    cache = cache_dir(cache_root)
+    claim_output_dir(output_dir(root))
+    cache = cache_dir(root)
     os.environ["CONFORMANCE_CACHE_DIR"] = str(cache)
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
     os.environ.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))

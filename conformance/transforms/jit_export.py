@@ -34,11 +34,27 @@ def other_input(ctx: Context) -> torch.Tensor:
     return (ctx.input() * -1.3).flip(ctx.batch_dim)
 
 
+def script_afresh(module: torch.nn.Module) -> torch.jit.ScriptModule:
+    """torch.jit.script(module), whose failure is the same whatever was scripted before in this process.
+
+    TorchScript keeps the type it compiles for each module class in a process-wide store, also when compiling it
+    failed half way; scripting that class again then fails on the half-defined type ("Can't redefine method:
+    forward on class ...") instead of on its real error. A failure here forgets the types of the module's classes.
+    """
+    try:
+        return torch.jit.script(module)
+    except Exception:
+        store = getattr(torch.jit._recursive.concrete_type_store, "type_store", {})
+        for cls in {type(m) for m in module.modules()}:
+            store.pop(cls, None)
+        raise
+
+
 def jit_script(ctx: Context) -> TransformRun:
     """torch.jit.script(module) computes and differentiates like the eager module."""
     module = build(ctx)
     with stage("jit_script"):
-        scripted = torch.jit.script(module)
+        scripted = script_afresh(module)
     result = run_forward_backward(ctx, scripted, scripted, name="jit_script")
     result.against = eager(ctx)
     return result
