@@ -561,6 +561,24 @@ class LsqHalfAway(nn.Module):
         return torch.sign(v) * torch.floor(v.abs() + 0.5) * self.step
 
 
+class FakeQuantizeTiesUp(nn.Module):
+    """torch.fake_quantize_per_tensor_affine rounding ties up (``floor(v + 0.5)``) where torch's kernel rounds half to
+    even: right everywhere but on the .5 ties, which only the edge examples reach (the draws stay a tenth of a step
+    away). The straight-through gradient is kept."""
+
+    def __init__(self, example: Example):
+        super().__init__()
+        self.hyper = dict(example.hyper)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.hyper
+        scale = torch.tensor(h["scale"], dtype=torch.float32)
+        q = torch.floor(x * (1.0 / scale) + 0.5) + h["zero_point"]
+        y = (q.clamp(h["quant_min"], h["quant_max"]) - h["zero_point"]) * scale
+        inside = (q >= h["quant_min"]) & (q <= h["quant_max"])
+        return y.detach() + torch.where(inside, x - x.detach(), torch.zeros_like(x))
+
+
 class LsqWithIdleDither(nn.Module):
     """LSQ that adds a dither whose amplitude is set to 0: the values are the spec's, but forward draws random
     numbers, which ``torch.func.vmap`` refuses by default (``randomness="error"``), so per-sample gradients fail."""
@@ -877,6 +895,8 @@ MUTANTS: tuple[Mutant, ...] = (
                     lambda ex: SpecModule(quant.uniform_quantize, {}, dict(ex.hyper, rounding="half_up")),
                     fixed={"rounding": "half_even", "channel_dim": None}),
            "eager", "forward_matches_spec", "forward-mismatch", "ties rounded up where half-to-even is spec'd"),
+    Mutant(_subject("fake_quantize_ties_up", "affine.fake_quantize", FakeQuantizeTiesUp, fixed={"axis": None}),
+           "eager", "forward_matches_spec", "forward-mismatch", "fake quantization rounding .5 ties up, not to even"),
     Mutant(_subject("sign_by_division", "quant.binarize_weight", SignByDivision),
            "eager", "forward_matches_spec", "forward-mismatch", "sign(0) as 0 / 0 = NaN"),
     Mutant(_subject("lsq_rounds_half_away", "quant.lsq", LsqHalfAway, param_map={"step": "step"}),

@@ -70,11 +70,15 @@ BY_REFERENCE_KNOWN = (
 
 
 def known_failures(subject: Subject, spec: Spec) -> tuple[Known, ...]:
-    """The by-reference finding, on every subject of a spec with a gradient: their outputs are floating point. The
-    specs without one (bit packing) return integer words, which the in-place op downstream leaves alone. A subject
+    """The by-reference finding, on every subject of a spec with a gradient: their outputs are floating point. Of the
+    specs without one, bit packing returns integer words, which the in-place op downstream leaves alone; one declared
+    with a floating-point output (a quantized inference layer) has its feature overwritten all the same. A subject
     whose features bdpy handles otherwise (tuple outputs, a cell stepped over time) declares its own entries, which
     come first."""
-    return BY_REFERENCE_KNOWN if spec.differentiable else ()
+    if spec.differentiable:
+        return BY_REFERENCE_KNOWN
+    floating = spec.output_dtype is not None and spec.output_dtype.is_floating_point
+    return BY_REFERENCE_KNOWN[:1] if floating else ()
 
 
 def known_tuple_output() -> tuple[Known, ...]:

@@ -243,7 +243,7 @@ TRANSFORMS = (
     Transform("vmap", vmap, ("preserves_forward",) + LEAK, failure_cause="vmap-unsupported"),
     Transform("grad", func_grad, ("preserves_grad",) + LEAK, failure_cause="functional-call-failed", needs_grad=True),
     Transform("per_sample_grad", per_sample_grad, ("preserves_grad",) + LEAK, failure_cause="per-sample-grad-failed",
-              needs_params=True),
+              needs_grad=True, needs_params=True),
     Transform("opacus_hooks", opacus_hooks, ("preserves_grad",), failure_cause="opacus-failed", needs_params=True,
               requires=(OPACUS.name,)),
     Transform("opacus_functorch", opacus_functorch, ("preserves_grad",), failure_cause="opacus-failed",

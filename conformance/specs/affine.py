@@ -1,0 +1,269 @@
+"""Spec declarations for affine quantization (``qsnn_reference/affine.py``): fake quantization per tensor and per
+channel, its learnable variant, and fake quantization with the scale and zero point a min/max observer computes.
+
+Inputs are drawn by construction as in :mod:`conformance.specs.quant`: an integer level (from two below
+``quant_min`` to two above ``quant_max``) plus a fraction 0.1 to 0.4 of a step away from it, times the scale, so a
+float32/bfloat16 cast decides every rounding the same way; in half the examples some elements move to magnitudes
+past every level (to 1e4). The edge examples put values exactly on the rounding ties (power-of-two scales: exact in
+bfloat16), on every level at and around ``quant_min``, 0 and ``quant_max``, and at |x| = 1e4. The margin is the
+distance of ``x * inv_scale`` to its nearest rounding edge, in units of x (the tie rule).
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+
+from conformance.core import strategies as S
+from conformance.core.types import Example, Spec
+from qsnn_reference import affine
+
+from .quant import _edge_rows, _level_margin
+
+_RANGES = tuple(affine.INTEGER_RANGES.values())
+_SCALES = st.sampled_from([0.25, 0.5, 1.0, 0.1]) | S.positive(0.01, 2.0)
+#: past every level: (|level - zero point| + 1/2) steps of at most 2 lie under 520 (8 bits, two levels beyond)
+_FAR_OUT = 1024.0
+
+
+def _range(draw, fixed) -> tuple[int, int]:
+    qmin, qmax = draw(st.sampled_from(_RANGES))
+    return draw(S.hyper(fixed, "quant_min", st.just(qmin))), draw(S.hyper(fixed, "quant_max", st.just(qmax)))
+
+
+@st.composite
+def _off_levels(draw, shape: tuple, low: int, high: int) -> torch.Tensor:
+    """Codes in [low, high] plus a fraction 0.1..0.4 of a step either way (never on a rounding edge)."""
+    numel = 1
+    for side in shape:
+        numel *= side
+    fractions = st.floats(0.1, 0.4) | st.floats(-0.4, -0.1)
+    values = [draw(st.integers(low, high)) + draw(fractions) for _ in range(numel)]
+    return torch.tensor(values, dtype=torch.float64).reshape(shape)
+
+
+def _per_channel(values, axis: int, ndim: int) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float64).reshape((-1,) + (1,) * (-axis - 1) if axis < 0 else
+                                                              (-1,) + (1,) * (ndim - 1 - axis))
+
+
+def fake_quantize_examples(**fixed):
+    """``axis`` None (per tensor) or negative (per channel: robust to vmap, which removes the batch dim)."""
+    S.check_fixed(fixed, ("batch", "scale", "zero_point", "quant_min", "quant_max", "axis"), "affine.fake_quantize")
+
+    @st.composite
+    def draw_example(draw):
+        qmin, qmax = _range(draw, fixed)
+        axis = draw(S.hyper(fixed, "axis", st.sampled_from([None, -1])))
+        inner = tuple(draw(S.shapes(min_dims=0 if axis is None else -axis, max_dims=2, max_side=4)))
+        shape = (draw(S.hyper(fixed, "batch", st.integers(1, 3))),) + inner
+        channels = 1 if axis is None else shape[axis]
+        scales = [draw(S.hyper(fixed, "scale", _SCALES)) for _ in range(channels)]
+        zero_point_s = S.hyper(fixed, "zero_point", st.just(0) | st.integers(qmin, qmax))
+        zero_points = [draw(zero_point_s) for _ in range(channels)]
+        if axis is None:
+            s, z = torch.tensor(scales[0], dtype=torch.float64), torch.tensor(zero_points[0], dtype=torch.float64)
+        else:
+            s, z = _per_channel(scales, axis, len(shape)), _per_channel(zero_points, axis, len(shape))
+        codes = draw(_off_levels(shape, qmin - 2, qmax + 2))
+        x = draw(S.magnified((codes - z) * s, low=_FAR_OUT))
+        hyper = dict(scale=scales[0] if axis is None else tuple(scales),
+                     zero_point=zero_points[0] if axis is None else tuple(zero_points), quant_min=qmin,
+                     quant_max=qmax, axis=axis)
+        return Example(x, {}, hyper)
+
+    return draw_example()
+
+
+def _edge_steps(qmin: int, qmax: int, zero_point: int) -> list[float]:
+    """In steps from the zero point: every level and .5 tie from two below to two above quant_min, around 0 and
+    around quant_max."""
+    codes = sorted({*range(qmin - 2, qmin + 3), *range(zero_point - 2, zero_point + 3), *range(qmax - 2, qmax + 3)})
+    return [c - zero_point + half for c in codes for half in (0.0, 0.5)]
+
+
+#: (quant_min, quant_max, scale, zero_point) of the edge examples: symmetric int8, asymmetric uint8 with an odd zero
+#: point (where rounding before or after adding it differs on a tie), int4.
+_EDGE_SETTINGS = ((-128, 127, 0.25, 0), (0, 255, 0.5, 3), (-8, 7, 1.0, -1))
+
+
+def fake_quantize_edges(**fixed) -> list[Example]:
+    """Each setting of ``_EDGE_SETTINGS`` (each kept where a subject fixes it): exact ties, the levels at the clamp
+    edges, 0, -0 and |x| = 1e4; per channel (a fixed ``axis``), two channels of the same values with zero points
+    z and z + 1."""
+    examples = []
+    for qmin, qmax, scale, zero_point in _EDGE_SETTINGS:
+        qmin, qmax = S.edge_hyper(fixed, "quant_min", qmin), S.edge_hyper(fixed, "quant_max", qmax)
+        scale = S.edge_hyper(fixed, "scale", scale)
+        zero_point = min(max(S.edge_hyper(fixed, "zero_point", zero_point), qmin), qmax)
+        values = [v * scale for v in _edge_steps(qmin, qmax, zero_point)] + [0.0, -0.0, 1e4, -1e4]
+        axis = S.edge_hyper(fixed, "axis", None)
+        x = _edge_rows(values, fixed)
+        hyper = dict(scale=scale, zero_point=zero_point, quant_min=qmin, quant_max=qmax, axis=axis)
+        if axis is not None:
+            second = min(zero_point + 1, qmax)
+            x = torch.stack([x, x.roll(1, dims=-1)], dim=axis)
+            hyper.update(scale=(scale, scale), zero_point=(zero_point, second))
+        examples.append(Example(x, {}, hyper))
+    return examples
+
+
+def _rounding_margin(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Distance of ``x * inv_scale`` (float32 inverse, as the spec) to its nearest rounding edge, in units of x."""
+    s32 = scale.to(torch.float32)
+    inv = (1.0 / s32).to(torch.float64)
+    return _level_margin(x * inv) * s32.to(torch.float64)
+
+
+def fake_quantize_margin(example: Example) -> torch.Tensor:
+    h = example.hyper
+    if h["axis"] is None:
+        scale = torch.tensor(float(h["scale"]), dtype=torch.float64)
+    else:
+        scale = _per_channel(h["scale"], h["axis"], example.x.dim())
+    return _rounding_margin(example.x, scale)
+
+
+def learnable_examples(**fixed):
+    """``scale`` and ``zero_point`` are parameters of shape (1,); the zero point is drawn off integers too (k + 0.25,
+    k + 0.5: the forward rounds half to even, the gradient half up)."""
+    S.check_fixed(fixed, ("batch", "quant_min", "quant_max", "grad_factor"), "affine.fake_quantize_learnable")
+
+    @st.composite
+    def draw_example(draw):
+        qmin, qmax = _range(draw, fixed)
+        scale = draw(_SCALES)
+        zero_point = min(max(draw(st.integers(qmin, qmax)) + draw(st.sampled_from([0.0, 0.5, 0.25, -0.5])), qmin),
+                         qmax)
+        z_forward, _ = affine.learnable_zero_points(torch.tensor([zero_point]), quant_min=qmin, quant_max=qmax)
+        shape = (draw(S.hyper(fixed, "batch", st.integers(1, 3))),) + tuple(draw(S.shapes(min_dims=0, max_dims=2)))
+        codes = draw(_off_levels(shape, qmin - 2, qmax + 2))
+        x = draw(S.magnified((codes - float(z_forward)) * scale, low=_FAR_OUT))
+        params = {"scale": torch.tensor([scale], dtype=torch.float64),
+                  "zero_point": torch.tensor([zero_point], dtype=torch.float64)}
+        grad_factor = draw(S.hyper(fixed, "grad_factor", st.sampled_from([1.0, 0.25])))
+        return Example(x, params, dict(quant_min=qmin, quant_max=qmax, grad_factor=grad_factor))
+
+    return draw_example()
+
+
+def learnable_edges(**fixed) -> list[Example]:
+    """The fake quantizer's edge values, with zero points k (as fake_quantize) and k + 0.5 (the forward's and the
+    gradient's zero points part)."""
+    examples = []
+    for (qmin, qmax, scale, zero_point), offset in zip(_EDGE_SETTINGS, (0.0, 0.5, 0.5)):
+        qmin, qmax = S.edge_hyper(fixed, "quant_min", qmin), S.edge_hyper(fixed, "quant_max", qmax)
+        zero_point = min(max(zero_point, qmin), qmax)
+        values = [v * scale for v in _edge_steps(qmin, qmax, zero_point)] + [0.0, -0.0, 1e4, -1e4]
+        params = {"scale": torch.tensor([scale], dtype=torch.float64),
+                  "zero_point": torch.tensor([min(zero_point + offset, qmax)], dtype=torch.float64)}
+        hyper = dict(quant_min=qmin, quant_max=qmax, grad_factor=S.edge_hyper(fixed, "grad_factor", 1.0))
+        examples.append(Example(_edge_rows(values, fixed), params, hyper))
+    return examples
+
+
+def learnable_margin(example: Example) -> torch.Tensor:
+    return _rounding_margin(example.x, example.params["scale"].reshape(()))
+
+
+def observed_examples(**fixed):
+    """A batch of one (the observer's min and max span the whole input), values spread over a drawn range that
+    need not include 0, some exactly 0, and in half the examples one far out (to 1e4)."""
+    S.check_fixed(fixed, ("quant_min", "quant_max", "symmetric"), "affine.observed_fake_quantize")
+
+    @st.composite
+    def draw_example(draw):
+        qmin, qmax = _range(draw, fixed)
+        shape = (1,) + tuple(draw(S.shapes(min_dims=1, max_dims=2)))
+        low = draw(st.floats(-8.0, 4.0))
+        width = draw(st.floats(0.5, 8.0))
+        x = draw(S.tensors(shape, min_value=low, max_value=low + width))
+        x = draw(S.magnified(x, low=64.0))
+        return Example(x, {}, dict(quant_min=qmin, quant_max=qmax,
+                                   symmetric=draw(S.hyper(fixed, "symmetric", st.booleans()))))
+
+    return draw_example()
+
+
+def observed_edges(**fixed) -> list[Example]:
+    """All positive (the range widened to 0), all negative, one value of 1e4 beside small ones, and every element
+    equal (a zero-width range on one side)."""
+    rows = ([0.5, 1.0, 2.0, 3.0, 4.0, 0.25], [-0.5, -1.0, -2.0, -3.0, -4.0, -0.25],
+            [1e4, -1.0, 0.5, 0.0, -0.0, 2.0], [1.5, 1.5, 1.5, 1.5, 1.5, 1.5])
+    qmin, qmax = _RANGES[1]
+    hyper = dict(quant_min=S.edge_hyper(fixed, "quant_min", qmin), quant_max=S.edge_hyper(fixed, "quant_max", qmax),
+                 symmetric=S.edge_hyper(fixed, "symmetric", False))
+    return [Example(torch.tensor([row], dtype=torch.float64), {}, hyper) for row in rows]
+
+
+def observed_margin(example: Example) -> torch.Tensor:
+    h = example.hyper
+    scale, _ = affine.choose_qparams(example.x, quant_min=h["quant_min"], quant_max=h["quant_max"],
+                                     symmetric=h["symmetric"])
+    return _rounding_margin(example.x, scale)
+
+
+def dynamic_linear_examples(**fixed):
+    """A batch of one (the activation's per-tensor scale spans the batch): x (1, K), weight (N, K) and bias (N,) from
+    one drawn seed, K of 1..8, N of 1..4; in half the examples one input far out (to 1e4)."""
+    S.check_fixed(fixed, ("quant_min", "quant_max", "symmetric", "per_token"), "affine.dynamic_linear")
+
+    @st.composite
+    def draw_example(draw):
+        k, n = draw(st.integers(1, 8)), draw(st.integers(1, 4))
+        gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+        x = draw(S.magnified(torch.randn((1, k), generator=gen, dtype=torch.float64) * 3, low=64.0))
+        params = {"weight": torch.randn((n, k), generator=gen, dtype=torch.float64),
+                  "bias": torch.randn((n,), generator=gen, dtype=torch.float64)}
+        return Example(x, params, _dynamic_hyper(fixed))
+
+    return draw_example()
+
+
+def _dynamic_hyper(fixed) -> dict:
+    """The layer's fixed quantization settings (the default dynamic qconfig's unless a subject fixes them)."""
+    return dict(quant_min=S.edge_hyper(fixed, "quant_min", 0), quant_max=S.edge_hyper(fixed, "quant_max", 127),
+                symmetric=S.edge_hyper(fixed, "symmetric", False), per_token=S.edge_hyper(fixed, "per_token", False))
+
+
+def dynamic_linear_edges(**fixed) -> list[Example]:
+    """Inputs exactly on rounding ties (range 0..31.75: scale 0.25, zero point 0, values (k + 0.5) / 4), at the ends
+    of the range and exactly 0; all negative (the range widened to 0); |x| = 1e4 beside small values (they fall on the
+    zero point); a weight row of zeros, and one weight of 1e4 beside the large input."""
+    ties = [31.75, 0.0, 0.125, 0.375, 0.625, 2.125, 10.375, 31.625]
+    negative = [-0.5, -3.0, -0.25, -7.75, -1.0, -2.5, -0.125, -4.0]
+    large = [1e4, -1.0, 0.5, 0.0, -0.0, 2.0, 3.5, -0.25]
+    rows = [[0.5, -1.0, 0.25, 2.0, -0.75, 1.5, -2.0, 1.0], [0.0] * 8, [1.0, 0.5, -0.5, 0.25, -0.25, 1.0, -1.0, 0.125]]
+    examples = []
+    for x, far_weight in ((ties, False), (negative, False), (large, True)):
+        weight = torch.tensor(rows, dtype=torch.float64)
+        if far_weight:  # the per-tensor weight scale then follows it: the other weights fall on 0
+            weight[2, 0] = 1e4
+        params = {"weight": weight, "bias": torch.tensor([0.5, -0.25, 1.0], dtype=torch.float64)}
+        examples.append(Example(torch.tensor([x], dtype=torch.float64), params, _dynamic_hyper(fixed)))
+    return examples
+
+
+SPECS = (
+    Spec(id="affine.fake_quantize", fn=affine.fake_quantize, examples=fake_quantize_examples,
+         edges=fake_quantize_edges, margin=fake_quantize_margin,
+         doc="torch.fake_quantize_per_tensor_affine / per_channel_affine: (clamp(round(x * inv_scale) + z) - z) * "
+             "scale, inv_scale = 1.0f / scale in float32, half to even; STE inside the clamp range. Margin: distance "
+             "of x * inv_scale to its rounding edge, in units of x."),
+    Spec(id="affine.fake_quantize_learnable", fn=affine.fake_quantize_learnable, examples=learnable_examples,
+         edges=learnable_edges, margin=learnable_margin,
+         doc="torch._fake_quantize_learnable_per_tensor_affine: learnable scale and zero point (shape (1,)) with "
+             "torch's gradients (the zero point rounded half to even forward, half up backward). Margin: as "
+             "affine.fake_quantize."),
+    Spec(id="affine.observed_fake_quantize", fn=affine.observed_fake_quantize, examples=observed_examples,
+         edges=observed_edges, margin=observed_margin,
+         doc="fake quantization with the scale and zero point a min/max observer computes from the input "
+             "(torch.ao's FakeQuantize on its first call). The statistics span the batch: examples draw a batch "
+             "of one. Margin: as affine.fake_quantize, with the observed scale."),
+    Spec(id="affine.dynamic_linear", fn=affine.dynamic_linear, examples=dynamic_linear_examples,
+         edges=dynamic_linear_edges, differentiable=False, output_dtype=torch.float32,
+         doc="a dynamically quantized linear layer from its float weight (torch.ao.nn.quantized.dynamic.Linear with "
+             "the default dynamic qconfig): weight symmetric int8 per tensor, activation quantized per tensor on "
+             "each call (uint8 0..127), the exact integer product rescaled; float32 output, no gradient. The "
+             "activation's scale spans the batch: examples draw a batch of one."),
+)

@@ -1,0 +1,365 @@
+"""Affine (scale and zero point) quantization as PyTorch's own quantized ops compute it.
+
+The words are the field's (torch.ao, torchao, bitsandbytes): ``scale``, ``zero_point``, ``quant_min``, ``quant_max``,
+``axis`` (per channel), ``group_size`` (per group along the last, input, dimension). A code ``q`` stands for the
+real value ``(q - zero_point) * scale``.
+
+Every number here follows torch's CPU kernels (``aten/src/ATen/native/quantized/cpu/kernels/QuantizedOpKernels.cpp``):
+
+- ``scale`` is a C ``float``: a Python or float64 scale is first rounded to float32, and the kernels multiply by
+  ``inv_scale = 1.0f / scale`` (a float32 number), never divide by ``scale``; the rounding edges follow from that.
+- Rounding is ``std::nearbyint``: half to even, as ``torch.round``.
+- ``torch.fake_quantize_*`` round first and add the zero point after (``round(x * inv_scale) + zero_point``);
+  ``torch.quantize_per_tensor`` (fbgemm) and the learnable fake quantizer's gradient add it first
+  (``round(x * inv_scale + zero_point)``, one fused multiply-add): on a tie the two differ where the zero point is
+  odd. Both are stated (``zero_point_first``).
+
+The STE gradients are attached as in :mod:`qsnn_reference.quant` (``value + d * (p - p.detach())``), each ``d`` a
+plain ``*_grad`` function, so reverse and forward mode agree and ``torch.compile(fullgraph=True)`` traces them.
+Inputs must be finite.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from qsnn_reference import _validate
+from qsnn_reference.quant import _attach
+
+#: The integer ranges by the name of the code type (``quant_min``, ``quant_max``).
+INTEGER_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int4": (-8, 7), "uint4": (0, 15)}
+
+
+def integer_range(dtype: str) -> tuple[int, int]:
+    """``(quant_min, quant_max)`` of a code type: ``integer_range("int4") == (-8, 7)``."""
+    _validate.one_of("dtype", dtype, tuple(INTEGER_RANGES))
+    return INTEGER_RANGES[dtype]
+
+
+# ----------------------------------------------------------------------------------------------- qparams
+
+def _check_range(quant_min: int, quant_max: int) -> None:
+    _validate.integer("quant_min", quant_min)
+    _validate.integer("quant_max", quant_max)
+    if quant_min > quant_max:
+        raise ValueError(f"quant_min must be <= quant_max, got {quant_min} > {quant_max}")
+
+
+def _qparam(x: torch.Tensor, name: str, value, *, axis: int | None, group_size: int | None) -> torch.Tensor:
+    """``scale`` or ``zero_point`` (a number, a sequence or a tensor) as a float64 tensor (exact) that broadcasts
+    against ``x``: one value (per tensor), ``x.shape[axis]`` values (per channel) or ``x.shape[:-1] +
+    (x.shape[-1] // group_size,)`` values (per group of ``group_size`` along the last dim); one number is repeated."""
+    t = torch.as_tensor(value, dtype=torch.float64) if not isinstance(value, torch.Tensor) else value.detach()
+    t = t.to(device=x.device, dtype=torch.float64)
+    if t.numel() == 1 and (axis is not None or group_size is not None):  # one number for every channel or group
+        t = t.reshape(()).expand(x.shape[axis] if axis is not None else x.shape[:-1] + (x.shape[-1] // group_size,))
+    if axis is not None:
+        dim = axis % x.dim()
+        if t.numel() != x.shape[dim]:
+            raise ValueError(f"{name} must have x.shape[axis] = {x.shape[dim]} entries, got {t.numel()}")
+        return t.reshape((-1,) + (1,) * (x.dim() - 1 - dim))
+    if group_size is not None:
+        groups = x.shape[:-1] + (x.shape[-1] // group_size,)
+        if tuple(t.shape) != groups:
+            raise ValueError(f"{name} must have shape {tuple(groups)} (x.shape[:-1] + groups), got {tuple(t.shape)}")
+        return t.repeat_interleave(group_size, dim=-1)
+    if t.numel() != 1:
+        raise ValueError(f"{name} must be one number per tensor (axis and group_size None), got {t.numel()}")
+    return t.reshape(())
+
+
+def _check_granularity(x: torch.Tensor, axis: int | None, group_size: int | None) -> None:
+    if axis is not None and group_size is not None:
+        raise ValueError("give axis (per channel) or group_size (per group), not both")
+    if axis is not None:
+        _validate.integer("axis", axis, min_value=-x.dim(), max_value=x.dim() - 1)
+    if group_size is not None:
+        _validate.integer("group_size", group_size, min_value=1)
+        if x.dim() == 0 or x.shape[-1] % group_size:
+            raise ValueError(f"group_size={group_size} must divide the last dim of x, shape {tuple(x.shape)}")
+
+
+def _wide(x: torch.Tensor) -> torch.dtype:
+    """The dtype the kernels compute ``x * inv_scale`` in: ``x``'s, at least float32 (``scalar_t * float``)."""
+    return torch.promote_types(x.dtype, torch.float32)
+
+
+def _float32_scale(x: torch.Tensor, scale, *, axis, group_size) -> tuple[torch.Tensor, torch.Tensor]:
+    """``scale`` and ``inv_scale = 1.0f / scale`` as torch's kernels hold them (float32), in :func:`_wide`."""
+    s = _qparam(x, "scale", scale, axis=axis, group_size=group_size)
+    _validate.positive("scale", s)
+    s32 = s.to(torch.float32)
+    return s32.to(_wide(x)), (1.0 / s32).to(_wide(x))
+
+
+def _codes(x: torch.Tensor, inv_scale: torch.Tensor, z: torch.Tensor, zero_point_first: bool) -> torch.Tensor:
+    """The unclamped integer codes: ``round(x * inv_scale) + z``, or ``round(x * inv_scale + z)`` with the
+    multiply-add rounded once, to float32 (torch's x86 build contracts ``zero_point + x * inv_scale`` into a fused
+    multiply-add; the float64 sum of float32 operands is exact, so one rounding to float32 is the fused one)."""
+    if not zero_point_first:
+        return torch.round(x.to(inv_scale.dtype) * inv_scale) + z.to(inv_scale.dtype)
+    fused = (x.to(torch.float64) * inv_scale.to(torch.float64) + z.to(torch.float64)).to(torch.float32)
+    return torch.round(fused).to(inv_scale.dtype)
+
+
+def quantize(x: torch.Tensor, *, scale, zero_point=0, quant_min: int, quant_max: int, axis: int | None = None,
+             group_size: int | None = None, zero_point_first: bool = False) -> torch.Tensor:
+    """Affine quantization to integer codes.
+
+    Forward:  ``q = clamp(round(x * inv_scale) + zero_point, quant_min, quant_max)`` with
+              ``inv_scale = 1 / float32(scale)`` in float32 and round half to even; ``zero_point_first=True`` rounds
+              ``x * inv_scale + zero_point`` instead (``torch.quantize_per_tensor``). Per tensor (``axis`` and
+              ``group_size`` None: one scale), per channel (``axis``: ``x.shape[axis]`` scales) or per group
+              (``group_size``: ``x.shape[:-1] + (x.shape[-1] // group_size,)`` scales, each over consecutive
+              elements of the last dim). Symmetric is ``zero_point = 0``.
+    Backward: none (integer codes).
+    Dtype:    int32 codes; the arithmetic runs in ``x``'s dtype.
+    Shape:    same as ``x``.
+    """
+    _check_range(quant_min, quant_max)
+    _check_granularity(x, axis, group_size)
+    xd = x.detach()
+    _, inv = _float32_scale(xd, scale, axis=axis, group_size=group_size)
+    z = _qparam(xd, "zero_point", zero_point, axis=axis, group_size=group_size)
+    return torch.clamp(_codes(xd, inv, z, zero_point_first), quant_min, quant_max).to(torch.int32)
+
+
+def dequantize(q: torch.Tensor, *, scale, zero_point=0, axis: int | None = None, group_size: int | None = None,
+               dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The real values of integer codes.
+
+    Forward:  ``y = (q - zero_point) * float32(scale)``, scales and zero points laid out as :func:`quantize`'s.
+    Backward: none (codes carry no gradient).
+    Dtype:    ``dtype`` (default float32, as ``Tensor.dequantize``); exact there when the product is.
+    Shape:    same as ``q``.
+    """
+    codes = q.to(dtype)
+    _check_granularity(codes, axis, group_size)
+    s, _ = _float32_scale(codes, scale, axis=axis, group_size=group_size)
+    z = _qparam(codes, "zero_point", zero_point, axis=axis, group_size=group_size)
+    return ((q.to(torch.float64) - z).to(s.dtype) * s).to(dtype)
+
+
+# ----------------------------------------------------------------------------------------------- fake quantization
+
+def _fake_value(steps: torch.Tensor, scale, *, axis: int | None, like: torch.Tensor) -> torch.Tensor:
+    """``steps * scale`` (``steps = clamp(q) - zero_point``, integers) as the kernels round it: per tensor a float32
+    product (an integer times a C float), per channel a double product; then cast to ``like``'s dtype."""
+    wide = torch.float32 if axis is None else torch.float64
+    s = _qparam(like, "scale", scale, axis=axis, group_size=None).to(torch.float32).to(wide)
+    return (steps.to(wide) * s).to(like.dtype)
+
+
+def fake_quantize_grad(x: torch.Tensor, grad_output: torch.Tensor, *, scale, zero_point=0, quant_min: int,
+                       quant_max: int, axis: int | None = None) -> torch.Tensor:
+    """The STE inside the clamp range:
+    ``grad_output * 1[quant_min <= round(x * inv_scale) + zero_point <= quant_max]``."""
+    _, inv = _float32_scale(x, scale, axis=axis, group_size=None)
+    q = _codes(x, inv, _qparam(x, "zero_point", zero_point, axis=axis, group_size=None), False)
+    return torch.where((q >= quant_min) & (q <= quant_max), grad_output, torch.zeros_like(grad_output))
+
+
+def fake_quantize(x: torch.Tensor, *, scale, zero_point=0, quant_min: int, quant_max: int,
+                  axis: int | None = None) -> torch.Tensor:
+    """Fake quantization as ``torch.fake_quantize_per_tensor_affine`` (``axis`` None) and
+    ``torch.fake_quantize_per_channel_affine`` (``axis``) define it.
+
+    Forward:  ``q = round(x * inv_scale) + zero_point`` (``inv_scale = 1 / float32(scale)`` in float32, round half
+              to even), ``y = (clamp(q, quant_min, quant_max) - zero_point) * float32(scale)``.
+    Backward: ``dL/dx = dL/dy * 1[quant_min <= q <= quant_max]`` (the clamp range, inclusive); scale and zero point
+              are constants (see :func:`fake_quantize_learnable`).
+    Dtype:    follows ``x``; ``x * inv_scale`` runs in ``x``'s dtype, at least float32 (bfloat16 and float16 are
+              widened, as the kernels' ``scalar_t * float``); the product ``(clamp(q) - zero_point) * scale`` is
+              rounded to float32 per tensor (an integer times a C float, even for a float64 ``x``) and to float64 per
+              channel, then cast to ``x``'s dtype.
+    Shape:    same as ``x``; per channel, ``scale`` and ``zero_point`` have ``x.shape[axis]`` entries.
+    """
+    _check_range(quant_min, quant_max)
+    _check_granularity(x, axis, None)
+    xd = x.detach()
+    _, inv = _float32_scale(xd, scale, axis=axis, group_size=None)
+    z = _qparam(xd, "zero_point", zero_point, axis=axis, group_size=None)
+    value = _fake_value(torch.clamp(_codes(xd, inv, z, False), quant_min, quant_max) - z, scale, axis=axis, like=xd)
+    options = dict(scale=scale, zero_point=zero_point, quant_min=quant_min, quant_max=quant_max, axis=axis)
+    return value + fake_quantize_grad(xd, x - xd, **options)
+
+
+def learnable_zero_points(zero_point: torch.Tensor, *, quant_min: int,
+                          quant_max: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The learnable fake quantizer's integer zero points (shape ``()``) from its float one (read as float32): the
+    forward's ``clamp(round_half_even(zero_point))`` and the backward's ``trunc(clamp(zero_point + 0.5))`` (torch's
+    ``_get_zero_point_from_tensor``: for ``zero_point = 0.5`` the forward uses 0 and the gradient 1)."""
+    z = zero_point.detach().reshape(()).to(torch.float32)
+    forward = torch.clamp(torch.round(z), quant_min, quant_max)
+    backward = torch.trunc(torch.clamp(z + 0.5, quant_min, quant_max))
+    return forward, backward
+
+
+def fake_quantize_learnable_grad(x: torch.Tensor, grad_output: torch.Tensor, *, scale: torch.Tensor,
+                                 zero_point: torch.Tensor, quant_min: int, quant_max: int,
+                                 grad_factor: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Elementwise partials ``(dx, dscale, dzero_point)`` times ``grad_output`` (sum the last two), with the
+    backward's integer ``zero_point`` added before rounding, ``q = round(x * inv_scale + zero_point)``:
+    inside ``[quant_min, quant_max]``: ``dx = g``, ``dscale = g * (x_fq - x) * inv_scale * grad_factor``,
+    ``dzero_point = 0``; outside: ``dx = 0``, ``dscale = g * (quant_min or quant_max - zero_point) * grad_factor``,
+    ``dzero_point = -g * scale * grad_factor``; ``x_fq = (clamp(q) - zero_point) * scale``."""
+    s, inv = _float32_scale(x, scale, axis=None, group_size=None)
+    z = zero_point.to(s.dtype)
+    q = _codes(x, inv, z, True)
+    inside = (q >= quant_min) & (q <= quant_max)
+    x_fq = (torch.clamp(q, quant_min, quant_max) - z) * s
+    edge = torch.where(q < quant_min, quant_min - z, quant_max - z)
+    zeros = torch.zeros_like(grad_output)
+    dx = torch.where(inside, grad_output, zeros)
+    dscale = grad_output * torch.where(inside, (x_fq - x.to(s.dtype)) * inv, edge).to(grad_output.dtype) * grad_factor
+    dzero_point = torch.where(inside, zeros, -grad_output * s.to(grad_output.dtype) * grad_factor)
+    return dx, dscale, dzero_point
+
+
+def fake_quantize_learnable(x: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor, *, quant_min: int,
+                            quant_max: int, grad_factor: float = 1.0) -> torch.Tensor:
+    """``torch._fake_quantize_learnable_per_tensor_affine``: fake quantization with learnable scale and zero point
+    (torch.ao's ``_LearnableFakeQuantize``).
+
+    Forward:  :func:`fake_quantize` with ``scale`` (one element, read as float32) and the zero point
+              ``clamp(round_half_even(zero_point), quant_min, quant_max)``.
+    Backward: with the backward's zero point ``z = trunc(clamp(zero_point + 0.5, quant_min, quant_max))`` and
+              ``q = round(x * inv_scale + z)`` (zero point before rounding, as torch's CPU kernel):
+              ``dL/dx = dL/dy * 1[quant_min <= q <= quant_max]``;
+              ``dL/dscale = grad_factor * sum(dL/dy * (x_fq - x) * inv_scale)`` over the elements inside the range,
+              plus ``grad_factor * sum(dL/dy * (quant_min - z))`` below it and ``(quant_max - z)`` above it, with
+              ``x_fq = (clamp(q) - z) * scale``;
+              ``dL/dzero_point = grad_factor * sum(-dL/dy * scale)`` over the elements outside the range.
+              (torch.ao's ``_LearnableFakeQuantize`` passes ``grad_factor = 1 / sqrt(x.numel() * quant_max)``
+              with ``use_grad_scaling``, else 1.)
+    Dtype:    follows ``x`` (torch runs float32 only); ``scale``/``zero_point`` gradients in their own dtypes.
+    Shape:    same as ``x``; ``scale`` and ``zero_point`` of one element (torch: shape ``(1,)``).
+    """
+    _check_range(quant_min, quant_max)
+    _validate.positive("scale", scale)
+    _validate.in_range("grad_factor", grad_factor)
+    if scale.numel() != 1 or zero_point.numel() != 1:
+        raise ValueError(f"scale and zero_point must have one element, got {scale.numel()} and {zero_point.numel()}")
+    xd, sd = x.detach(), scale.detach().reshape(())
+    z_forward, z_backward = learnable_zero_points(zero_point, quant_min=quant_min, quant_max=quant_max)
+    _, inv = _float32_scale(xd, sd, axis=None, group_size=None)
+    z = z_forward.to(_wide(xd))
+    value = _fake_value(torch.clamp(_codes(xd, inv, z, False), quant_min, quant_max) - z, sd, axis=None, like=xd)
+    dx, dscale, dzero = fake_quantize_learnable_grad(xd, torch.ones_like(xd), scale=sd, zero_point=z_backward,
+                                                     quant_min=quant_min, quant_max=quant_max,
+                                                     grad_factor=grad_factor)
+    return _attach(value, (x, dx), (scale.reshape(()).to(x.dtype), dscale),
+                   (zero_point.reshape(()).to(x.dtype), dzero))
+
+
+# ----------------------------------------------------------------------------------------------- linear layers
+
+def choose_qparams(x: torch.Tensor, *, quant_min: int, quant_max: int, symmetric: bool, dim: int | None = None,
+                   eps: float = float(torch.finfo(torch.float32).eps)) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(scale, zero_point)`` from the range of ``x`` (over all of it, or per slice along ``dim`` kept), as torch.ao's
+    min/max observers compute them: the range is widened to include 0 (``lo = min(min x, 0)``, ``hi = max(max x,
+    0)``); symmetric: ``scale = max(-lo, hi) / ((quant_max - quant_min) / 2)`` and ``zero_point = 0`` (signed) or
+    ``(quant_min + quant_max + 1) // 2`` (unsigned: ``quant_min`` 0); asymmetric: ``scale = (hi - lo) / (quant_max -
+    quant_min)``, ``zero_point = clamp(quant_min - round(lo / scale), quant_min, quant_max)``; ``scale`` at least
+    ``eps``. float64 arithmetic on ``x``'s values: the observers compute in float32, within a few ulps of this.
+    Shape: scalars, or ``x.shape[dim]`` entries."""
+    _check_range(quant_min, quant_max)
+    xd = x.detach().to(torch.float64)
+    if dim is None:
+        lo, hi = xd.min(), xd.max()
+    else:
+        rest = tuple(d for d in range(xd.dim()) if d != dim % xd.dim())
+        lo, hi = xd.amin(dim=rest), xd.amax(dim=rest)
+    lo, hi = torch.clamp(lo, max=0.0), torch.clamp(hi, min=0.0)
+    if symmetric:
+        scale = torch.clamp(torch.maximum(-lo, hi) / ((quant_max - quant_min) / 2), min=eps)
+        zero = 0 if quant_min < 0 else (quant_min + quant_max + 1) // 2
+        return scale, torch.full_like(scale, float(zero))
+    scale = torch.clamp((hi - lo) / (quant_max - quant_min), min=eps)
+    return scale, torch.clamp(quant_min - torch.round(lo / scale), quant_min, quant_max)
+
+
+def observed_fake_quantize(x: torch.Tensor, *, quant_min: int, quant_max: int, symmetric: bool) -> torch.Tensor:
+    """Fake quantization with the scale and zero point a min/max observer computes from ``x`` itself (torch.ao's
+    ``FakeQuantize`` on its first call, whose observer has seen only ``x``).
+
+    Forward:  ``(scale, zero_point) = choose_qparams(x, quant_min, quant_max, symmetric)`` over all of ``x``, then
+              :func:`fake_quantize` with them.
+    Backward: ``dL/dx = dL/dy * 1[quant_min <= round(x * inv_scale) + zero_point <= quant_max]``; the observed scale
+              and zero point are constants (the observer runs on the detached input).
+    Dtype:    follows ``x``.
+    Shape:    same as ``x``. The statistics span all of ``x`` (the batch included): not per-sample.
+    """
+    scale, zero_point = choose_qparams(x, quant_min=quant_min, quant_max=quant_max, symmetric=symmetric)
+    return fake_quantize(x, scale=scale, zero_point=zero_point, quant_min=quant_min, quant_max=quant_max)
+
+
+def weight_only_linear(x: torch.Tensor, codes: torch.Tensor, bias: torch.Tensor | None = None, *, scale,
+                       zero_point=0, axis: int | None = None, group_size: int | None = None) -> torch.Tensor:
+    """A linear layer whose weight is held as integer codes: ``y = x @ dequantize(codes).T + bias``.
+
+    Forward:  ``W = dequantize(codes, scale=scale, zero_point=zero_point, axis=axis, group_size=group_size)`` (per
+              output channel is ``axis=0``; per group runs along the input dim), then ``x @ W.T + bias``.
+    Backward: autograd through the matmul: ``dL/dx = dL/dy @ W``, ``dL/dbias = sum(dL/dy)``; the codes have none.
+    Dtype:    follows ``x`` (``W`` is computed in ``x``'s dtype).
+    Shape:    ``x (..., K)``, ``codes (N, K)``, ``bias (N,)`` -> ``(..., N)``.
+    """
+    weight = dequantize(codes, scale=scale, zero_point=zero_point, axis=axis, group_size=group_size, dtype=x.dtype)
+    return torch.nn.functional.linear(x, weight, None if bias is None else bias.to(x.dtype))
+
+
+def dynamic_quantized_linear(x: torch.Tensor, codes: torch.Tensor, bias: torch.Tensor | None = None, *,
+                             weight_scale: Sequence[float] | float, weight_zero_point=0, weight_axis: int | None = None,
+                             quant_min: int, quant_max: int, symmetric: bool, per_token: bool) -> torch.Tensor:
+    """A linear layer with an integer weight and the activation quantized on the fly (dynamic quantization).
+
+    Forward:  ``(s_x, z_x) = choose_qparams(x, quant_min, quant_max, symmetric)`` per tensor, or per token (each
+              row of ``x``, ``per_token``); ``q_x = quantize(x, s_x, z_x)``; the integer product
+              ``acc = (q_x - z_x) @ (codes - z_w).T`` exactly (int64), rescaled: ``y = acc * s_x * s_w + bias``
+              (``s_w``, ``z_w`` per tensor or per output channel, ``weight_axis=0``). No gradient (a quantized
+              inference op).
+    Dtype:    float32 output; the rescale runs in float64 (the exact product, rounded once).
+    Shape:    ``x (..., K)`` (the tokens are its rows), ``codes (N, K)``, ``bias (N,)`` -> ``(..., N)``.
+    """
+    _validate.ndim_at_least("x", x, 1)
+    xd = x.detach().reshape(-1, x.shape[-1])
+    sx, zx = choose_qparams(xd, quant_min=quant_min, quant_max=quant_max, symmetric=symmetric,
+                            dim=0 if per_token else None)
+    qx = quantize(xd.to(torch.float64), scale=sx.to(torch.float32), zero_point=zx, quant_min=quant_min,
+                  quant_max=quant_max, axis=0 if per_token else None).to(torch.int64)
+    shift = zx.to(torch.int64).reshape(-1, 1) if per_token else zx.to(torch.int64)
+    w = codes.to(torch.int64)
+    zw = _qparam(w.to(torch.float64), "zero_point", weight_zero_point, axis=weight_axis, group_size=None)
+    acc = ((qx - shift) @ (w - zw.to(torch.int64)).T).to(torch.float64)
+    sw = _qparam(w.to(torch.float64), "scale", weight_scale, axis=weight_axis, group_size=None)
+    sx64 = sx.to(torch.float32).to(torch.float64)
+    y = acc * (sx64.reshape(-1, 1) if per_token else sx64) * sw.to(torch.float32).to(torch.float64).reshape(1, -1)
+    if bias is not None:
+        y = y + bias.detach().to(torch.float64)
+    return y.to(torch.float32).reshape(x.shape[:-1] + (codes.shape[0],))
+
+
+def dynamic_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *, quant_min: int = 0,
+                   quant_max: int = 127, symmetric: bool = False, per_token: bool = False, weight_quant_min: int = -128,
+                   weight_quant_max: int = 127) -> torch.Tensor:
+    """A dynamically quantized linear layer built from a float ``weight`` (``torch.ao.nn.quantized.dynamic.Linear``
+    with the default dynamic qconfig).
+
+    Forward:  the weight is quantized once, symmetric per tensor: ``(s_w, 0) = choose_qparams(weight,
+              weight_quant_min, weight_quant_max, symmetric=True)`` (the default ``MinMaxObserver``, qint8), codes
+              ``quantize(weight, s_w, 0, zero_point_first=True)`` (``torch.quantize_per_tensor``); then
+              :func:`dynamic_quantized_linear` with the activation range ``quant_min..quant_max`` (fbgemm's
+              ``reduce_range``: 0..127), asymmetric, per tensor unless ``per_token``.
+    Backward: none (a quantized inference layer).
+    Dtype:    float32 output.
+    Shape:    ``x (..., K)``, ``weight (N, K)``, ``bias (N,)`` -> ``(..., N)``. Per tensor, the activation's scale
+              spans the batch: not per-sample.
+    """
+    w = weight.detach()
+    scale, zero_point = choose_qparams(w, quant_min=weight_quant_min, quant_max=weight_quant_max, symmetric=True)
+    codes = quantize(w, scale=scale, zero_point=zero_point, quant_min=weight_quant_min, quant_max=weight_quant_max,
+                     zero_point_first=True)
+    return dynamic_quantized_linear(x, codes, bias, weight_scale=scale, weight_zero_point=zero_point,
+                                    quant_min=quant_min, quant_max=quant_max, symmetric=symmetric, per_token=per_token)
