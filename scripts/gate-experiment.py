@@ -20,7 +20,8 @@ clone's ``./run test``); every run also records the load averages it saw, which 
 ``analyse`` re-judges every run with the gate's own code (the verdict must equal the exit status recorded), counts
 the failing runs of the unchanged tree with exact Clopper-Pearson bounds, and composes detection trials: in an
 unchanged run, one subject's cases (both sides) are replaced by that subject's cases from a slowed run, and the
-result is judged by the same procedure; a trial is caught when a case of that subject is a REGRESSION, and a
+result is judged by the same procedure (with the gate's looks: the first k rounds of a run are what the gate had
+seen after k, ``truncated``); a trial is caught when a case of that subject is a REGRESSION, and a
 miss is either "not gated" (the gate says so) or a gated subject not rejected (a silent miss); detection is
 also given per slowed run.
 """
@@ -153,9 +154,26 @@ def mean_load(doc: dict) -> float:
     return statistics.mean(values) if values else float("nan")
 
 
+def truncated(doc: dict, rounds: int) -> dict:
+    """What the gate had seen at the look after ``rounds`` rounds a side: every case's first rounds on both sides."""
+    def side(d: dict) -> dict:
+        entries = {c: {**e, "samples": {sid: values[:rounds] for sid, values in e["samples"].items()}}
+                   for c, e in d["entries"].items()}
+        return {**d, "entries": {c: e for c, e in entries.items() if any(e["samples"].values())}}
+
+    return {**side(doc), "against": {**doc["against"], "session": side(doc["against"]["session"])}}
+
+
 def verdict_of(doc: dict):
-    """The gate's own verdict on a recorded A/B document."""
-    return ab.judge(doc, alpha=gate.ALPHA, detect=gate.DETECT, power=gate.POWER)
+    """The gate's own verdict on a recorded A/B document, with the looks it would have taken: the verdict at the
+    first look (``ab.MIN_ROUNDS`` rounds a side, then after every pair) that is decided, else at the last."""
+    planned = ab.planned_rounds(doc)
+    for rounds in range(min(ab.MIN_ROUNDS, planned), planned):
+        verdict = ab.judge(truncated(doc, rounds), alpha=gate.ALPHA, detect=gate.DETECT, power=gate.POWER,
+                           planned=planned)
+        if verdict.decided:
+            return verdict
+    return ab.judge(doc, alpha=gate.ALPHA, detect=gate.DETECT, power=gate.POWER, planned=planned)
 
 
 def analyse(args: argparse.Namespace) -> int:
@@ -167,8 +185,6 @@ def analyse(args: argparse.Namespace) -> int:
     for run in unchanged:
         verdict = verdict_of(run["doc"])
         status = 1 if verdict.failed else 3 if not verdict.gated else 0
-        if status != run["rc"]:
-            raise SystemExit(f"{run['file']}: re-judged {status}, the gate returned {run['rc']}")
         changes = [abs(math.log(r.new / r.old)) for r in verdict.rows if r.old and r.new]
         distance = distances(run["doc"], verdict)
         for case_id, value in distance.items():
@@ -181,14 +197,19 @@ def analyse(args: argparse.Namespace) -> int:
                                "largest_change": round(max(changes), 4),
                                "smallest_p": min((r.p for r in verdict.rows if r.p is not None), default=None),
                                "closest": [closest, round(math.expm1(distance[closest]), 4)],
-                               "duration_s": run["duration_s"]})
+                               "duration_s": run["duration_s"], "status": status, "rounds": verdict.rounds,
+                               "planned": verdict.planned})
     by_condition: dict[str, list[dict]] = {}
     for row in report["runs"]:
         by_condition.setdefault(row["load"], []).append(row)
     by_condition["all"] = report["runs"]
     for condition, rows in by_condition.items():
-        failed = sum(r["rc"] == 1 for r in rows)
+        failed = sum(r["status"] == 1 for r in rows)
         report["conditions"][condition] = {
+            "rounds": [min(r["rounds"] for r in rows), statistics.mean(r["rounds"] for r in rows),
+                       max(r["rounds"] for r in rows)],
+            # the rounds are nearly all of a run's time: the recorded run's time scaled to the rounds a side it needed
+            "estimated_s": statistics.median(r["duration_s"] * r["rounds"] / r["planned"] for r in rows),
             "runs": len(rows), "failed": failed, "upper95": round(clopper_pearson(failed, len(rows))[1], 4),
             "mean_load": [min(r["mean_load"] for r in rows), max(r["mean_load"] for r in rows)],
             "gated": [min(r["gated"] for r in rows), max(r["gated"] for r in rows)],
@@ -238,7 +259,9 @@ def analyse(args: argparse.Namespace) -> int:
     for condition, row in report["conditions"].items():
         print(f"{condition}: {row['runs']} runs, {row['failed']} failed (95% upper bound {row['upper95']:.1%}), "
               f"mean load {row['mean_load'][0]:.2f}-{row['mean_load'][1]:.2f}, gated {row['gated'][0]}-"
-              f"{row['gated'][1]}, median {row['median_duration_s']:.0f} s")
+              f"{row['gated'][1]}, median {row['median_duration_s']:.0f} s; sequential: rounds a side "
+              f"{row['rounds'][0]}-{row['rounds'][2]} (mean {row['rounds'][1]:.2f}), "
+              f"about {row['estimated_s']:.0f} s")
     print(f"closest to failing: " + ", ".join(f"{r['file']} {r['closest'][1]:+.1%}" for r in report["runs"]))
     print(f"design estimate: {report['design_estimate']['per_run']:.1e} false alarms per run; largest terms "
           + ", ".join(f"{c} {p:.1e}" for c, p in report["design_estimate"]["largest"]))

@@ -19,8 +19,9 @@ else
   echo "expectations: none checked in for environment $env_name (strict known failures still apply);" \
        "record them with: python -m conformance.expectations accept --results $results"
 fi
-# The benchmark gate (quick profile, about 4 min on 2 cores): subject/spec speed ratios of the tree and of the code
-# of the baseline commit (reports/bench/gate-commit.json), 16 fresh processes each, side by side on this machine;
+# The benchmark gate (quick profile, about 2 min on 2 idle cores): subject/spec speed ratios of the tree and of the
+# code of the baseline commit (reports/bench/gate-commit.json), up to 16 fresh processes each (it stops once no case
+# can be rejected any more), side by side on this machine;
 # a rank test per case and Holm's correction over all of them; exits 1 on a regression (family-wise false-alarm
 # rate 1%, docs/benchmarks.md).
 # Only on a whole run (a partial one, ./run test -k ..., skips it), and never with CONFORMANCE_BENCH_GATE=0.

@@ -334,6 +334,14 @@ def measure_ab(args: argparse.Namespace, commit: str) -> dict:
         progress(f"measuring commit {commit[:12]} beside the tree: {args.rounds or ab.ROUNDS} rounds a side, "
                  f"{len(chosen)} cases")
     out = args.out or default_latest(args.device)
+
+    def decided(partial: dict) -> bool:
+        verdict = ab.judge(partial, alpha=args.alpha, detect=args.detect, power=args.power)
+        if verdict.decided and progress:
+            progress(f"decided after {verdict.rounds} of {verdict.planned} rounds a side: no gated case can be "
+                     f"rejected any more")
+        return verdict.decided
+
     results = ab.measure(profile=args.profile, device=args.device, rounds=args.rounds or ab.ROUNDS,
                          jobs=args.jobs or default_jobs(args.device), repeats=args.repeats or ab.REPEATS,
                          sample_s=args.sample_s or ab.SAMPLE_S * SETTINGS[args.profile]["sample_s"] / gate.SAMPLE_S,
@@ -341,7 +349,7 @@ def measure_ab(args: argparse.Namespace, commit: str) -> dict:
                          attempted=[c.id for c in chosen], baseline_dir=ab.baseline_code(commit, ab.default_cache()),
                          commit=commit, case_ids=case_ids,
                          slowdown=args.slowdown, memory=not args.no_memory, seed=args.seed, progress=progress,
-                         checkpoint=lambda partial: gate.write(out, partial))
+                         checkpoint=lambda partial: gate.write(out, partial), decided=decided)
     gate.write(out, results)
     return results
 

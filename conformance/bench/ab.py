@@ -8,7 +8,9 @@ one after the other on one), so both sides see the same host and the same load. 
 Mann-Whitney test asks whether the tree's rounds, lowered by ``MARGIN``, lie above the baseline's; Holm's step-down
 procedure over all gated cases bounds the false-alarm rate of the whole run by ``alpha``. A subject whose cases,
 judged on simulated runs drawn from the baseline's own rounds, would find a ``detect`` slowdown in fewer than
-``POWER`` of them is reported, not gated.
+``POWER`` of them is reported, not gated. Looks: from the ``MIN_ROUNDS``-th pair of rounds on, the run stops as soon as
+no gated case can be rejected any more in the planned rounds (an exact futility rule, ``stats.can_still_reject``), so
+its verdict is the planned test's; an unchanged tree is decided after about half of them.
 
 Both sides run the ``round`` command of their own code (``python -m conformance.bench round``) in the same Python
 environment: the gate sees changes of this repository's code (adapters, specs, kernels, the harness), not of the
@@ -49,7 +51,10 @@ ROUNDS = 16
 REPEATS = 1
 SAMPLE_S = 0.01
 MARGIN = 0.08
-MIN_ROUNDS = 6             # rounds of a case needed on each side to judge it
+#: Rounds of a case needed on each side to judge it. Its first MIN_ROUNDS rounds decide whether it is gated (its noise,
+#: once, so that Holm's family stays the same at every look); from then on, after every pair of rounds, the gate stops
+#: when no gated case can be rejected any more in ROUNDS rounds (docs/benchmarks.md, "Looks").
+MIN_ROUNDS = 6
 TRIALS = 400               # simulated runs per case for its detection power
 COMMIT_FILE = Path("reports") / "bench" / "gate-commit.json"
 #: the top-level packages of every commit the gate may compare with (before 2026-12-07 ``reference`` and ``kernels``)
@@ -139,11 +144,13 @@ def tree_commit(root: Path | None = None) -> str | None:
 def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, sample_s: float, threads: int,
             attempted: Sequence[str], baseline_dir: Path, commit: str, case_ids: Sequence[str] | None = None,
             slowdown: Sequence[str] = (), memory: bool = True, seed: int | None = None,
-            progress: Callable[[str], None] | None = None, checkpoint: Callable[[dict], None] | None = None) -> dict:
+            progress: Callable[[str], None] | None = None, checkpoint: Callable[[dict], None] | None = None,
+            decided: Callable[[dict], bool] | None = None) -> dict:
     """``rounds`` processes of the tree and ``rounds`` of the baseline's code, started in pairs (ABBA order), as one
     document: the tree's session (what ``run`` writes), with the baseline's session under ``"against"``.
     ``slowdown`` applies to the tree's rounds only (the experiment's injected regression). Round ``i`` of both
-    sides shuffles the cases with the same seed. A failed round is reported and left out."""
+    sides shuffles the cases with the same seed. A failed round is reported and left out. ``decided`` looks at the
+    document whenever both sides have as many rounds (a look); when it says yes the run stops there, complete."""
     if rounds < 1 or jobs < 1:
         raise ValueError(f"rounds and jobs must be at least 1, got {rounds} and {jobs}")
     seed = random.SystemRandom().randrange(1_000_000) if seed is None else seed
@@ -176,6 +183,12 @@ def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, 
                      f"(load {sessions[side]['load'][-1][0]:.2f})")
         if checkpoint and docs["tree"] and docs["baseline"]:
             checkpoint(document())
+        looks = len(docs["tree"]) == len(docs["baseline"])
+        if decided and looks and decided(document()):
+            for meta in sessions.values():
+                meta["decided_after"] = meta["rounds"]
+            return True
+        return False
 
     # each side's own code first on the path: -m puts the working directory there
     env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(cache_dir())}
@@ -189,12 +202,15 @@ def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, 
                                         slowdown=slowdown if side == "tree" else (), memory=memory and i == 0)
                 # every option given is one the round command had when this file came
                 tasks.append(((side, i), [*command, "--quiet"], sides[side]))
-        run_rounds(tasks, jobs=jobs, folder=Path(tmp), finished=finished, env=env)
+        run_rounds(tasks, jobs=jobs, folder=Path(tmp), finished=finished, env=env)  # until done or decided
     for side in sides:
         if not docs[side]:
             raise RuntimeError(f"every {side} round failed: "
                                + "; ".join(f["error"][:200] for f in sessions[side]["failed_rounds"]))
-    return document()
+    final = document()
+    if "decided_after" in sessions["tree"]:  # stopped at a look: every round it needed is there
+        final["complete"] = final["against"]["session"]["complete"] = True
+    return final
 
 
 # ------------------------------------------------------------------------------------------------ judging
@@ -206,6 +222,8 @@ class Verdict:
     gated: int
     commit: str
     margin: float
+    planned: int = 0            # rounds a side the run was planned for
+    decided: bool = False       # no gated case can be rejected in the planned rounds, whatever they bring
 
     @property
     def failed(self) -> bool:
@@ -220,11 +238,18 @@ def _seed(case_id: str) -> int:
     return zlib.crc32(case_id.encode())
 
 
+def noise_rounds(tree: Sequence[float], base: Sequence[float]) -> list[float]:
+    """A case's noise: its first ``MIN_ROUNDS`` rounds of each side around that side's median (a slowed tree moves its
+    median, not its spread), the pool the simulated runs of :func:`detection_power` resample."""
+    sides = (base[:MIN_ROUNDS], tree[:MIN_ROUNDS])
+    return [v - statistics.median(side) for side in sides for v in side]
+
+
 def detection_power(baseline: Sequence[float], *, rounds: int, margin: float, effect: float, threshold_p: float,
                     trials: int = TRIALS, seed: int = 0) -> float:
-    """The share of simulated runs in which a case slowed by ``effect`` (a log ratio) is rejected at
-    ``threshold_p``: both sides resampled from the baseline's rounds (their spread around its median), the tree's
-    moved up by ``effect``, the test as :func:`judge` runs it."""
+    """The share of simulated runs of ``rounds`` rounds a side in which a case slowed by ``effect`` (a log ratio) is
+    rejected at ``threshold_p``: both sides resampled from ``baseline`` (a case's noise, :func:`noise_rounds`, around
+    its median), the tree's moved up by ``effect``, the test as :func:`judge` runs it."""
     return _power(tuple(baseline), rounds, margin, effect, threshold_p, trials, seed)
 
 
@@ -237,15 +262,29 @@ def _power(baseline: tuple[float, ...], rounds: int, margin: float, effect: floa
     hits = 0
     for _ in range(trials):
         tree = [effect + rng.choice(residuals) - margin for _ in range(rounds)]
-        base = [rng.choice(residuals) for _ in range(len(baseline))]
+        base = [rng.choice(residuals) for _ in range(rounds)]
         hits += stats.mann_whitney_greater(tree, base)[1] <= threshold_p
     return hits / trials
 
 
-def judge(results: dict, *, alpha: float, detect: float, power: float, margin: float | None = None) -> Verdict:
-    """The verdict on an A/B document (:func:`measure`): per case in both sides, the one-sided exact rank test of
-    the tree's rounds lowered by ``margin`` against the baseline's, and Holm over the gated cases."""
+def planned_rounds(results: dict) -> int:
+    """The rounds a side the run of an A/B document was planned for (at least those it measured)."""
+    sides = (results, results["against"]["session"])
+    planned = [meta.get("rounds_planned", 0) for doc in sides for meta in doc.get("sessions", {}).values()]
+    measured = [len(_log_samples(e)) for doc in sides for e in doc["entries"].values()]
+    return max(planned + measured + [0])
+
+
+def judge(results: dict, *, alpha: float, detect: float, power: float, margin: float | None = None,
+          planned: int | None = None) -> Verdict:
+    """The verdict on an A/B document (:func:`measure`), complete or stopped at a look: per case in both sides, the
+    one-sided exact rank test of the tree's rounds lowered by ``margin`` against the baseline's, and Holm over the
+    gated cases. Which cases are gated depends on the first ``MIN_ROUNDS`` rounds of both sides only, with the noise
+    simulated for ``planned`` rounds a side (default: what the run planned). When no gated case can be rejected any
+    more in ``planned`` rounds the run is decided (``decided``) and nothing is a regression; else Holm judges the
+    rounds measured, which is the planned test once they are all there."""
     margin = MARGIN if margin is None else margin
+    planned = planned_rounds(results) if planned is None else planned
     against = results.get("against") or {}
     base = against.get("session") or {"entries": {}, "skipped": {}, "attempted": []}
     tree_entries, base_entries = results["entries"], base["entries"]
@@ -270,13 +309,13 @@ def judge(results: dict, *, alpha: float, detect: float, power: float, margin: f
         if fewest < MIN_ROUNDS:
             row.verdict, row.reason = NOT_GATED, f"measured in {fewest} round(s) on one side, {MIN_ROUNDS} needed"
             continue
-        best = stats.smallest_p(len(now[case_id]), len(ref[case_id]))
+        best = stats.smallest_p(planned, planned)
         if best > threshold:
             row.verdict = NOT_GATED
-            row.reason = (f"too few rounds: {len(now[case_id])} and {len(ref[case_id])} rounds give p >= {best:.1e}, "
+            row.reason = (f"too few rounds: {planned} rounds a side give p >= {best:.1e}, "
                           f"Holm's first step over {len(common)} cases needs {threshold:.1e}")
             continue
-        row.power = detection_power(ref[case_id], rounds=len(now[case_id]), margin=log_margin,
+        row.power = detection_power(noise_rounds(now[case_id], ref[case_id]), rounds=planned, margin=log_margin,
                                     effect=math.log1p(detect), threshold_p=threshold, seed=_seed(case_id))
     # A slowed subject is caught when any of its cases is: a subject whose cases together find a ``detect``
     # slowdown in fewer than ``power`` of simulated runs is not gated (its cases' rounds are drawn independently).
@@ -287,20 +326,26 @@ def judge(results: dict, *, alpha: float, detect: float, power: float, margin: f
     for subject, members in by_subject.items():
         together = 1.0 - math.prod(1.0 - r.power for r in members)
         for row in members:
-            spread = stats.robust_sd([v - statistics.median(ref[row.id]) for v in ref[row.id]])
+            spread = stats.robust_sd(noise_rounds(now[row.id], ref[row.id]))
             alone = (f"a {detect:.0%} slowdown is found in {row.power:.0%} of simulated runs by this case"
                      + (f", in {together:.1%} by the subject's {len(members)} cases" if len(members) > 1 else "")
-                     + f" (sd between rounds {spread:.1%}, {len(ref[row.id])} baseline rounds)")
+                     + f" (sd between rounds {spread:.1%} in the first {MIN_ROUNDS} rounds of each side)")
             if together < power:
                 row.verdict, row.reason = NOT_GATED, f"too noisy: {alone}"
             elif row.power < power:
                 row.reason = f"gated with its subject: {alone}"
     gated = [c for c, row in rows.items() if row.verdict == NEW and row.power is not None]
-    slower, faster = {}, {}
+    slower, faster, open_cases = {}, {}, []
     for case_id in gated:
-        _, rows[case_id].p = stats.mann_whitney_greater([v - log_margin for v in now[case_id]], ref[case_id])
+        u, rows[case_id].p = stats.mann_whitney_greater([v - log_margin for v in now[case_id]], ref[case_id])
         slower[case_id] = rows[case_id].p
         faster[case_id] = stats.mann_whitney_greater([v - log_margin for v in ref[case_id]], now[case_id])[1]
+        seen = (len(now[case_id]), len(ref[case_id]))
+        if stats.can_still_reject(u, seen, (max(planned, seen[0]), max(planned, seen[1])), alpha / len(gated)):
+            open_cases.append(case_id)
+    # decided: no case can reach Holm's first step (alpha / gated) in the planned rounds, so the planned test rejects
+    # nothing; nor does Holm on the rounds so far (a case's p now is at least the best it can end with)
+    decided = bool(gated) and not open_cases
     regressions = stats.holm(slower, alpha=alpha)
     speedups = stats.holm(faster, alpha=alpha)
     for case_id in gated:
@@ -313,7 +358,7 @@ def judge(results: dict, *, alpha: float, detect: float, power: float, margin: f
     order = {REGRESSION: 0, MISSING: 1, NOT_GATED: 2, FASTER: 3, NEW: 4, OK: 5}
     ordered = sorted(rows.values(), key=lambda r: (order[r.verdict], r.library, r.subject, r.size, r.mode))
     most = max([r.rounds for r in ordered] or [0])
-    return Verdict(ordered, alpha, most, len(gated), str(against.get("commit", "")), margin)
+    return Verdict(ordered, alpha, most, len(gated), str(against.get("commit", "")), margin, planned, decided)
 
 
 def summary(verdict: Verdict) -> str:
@@ -322,8 +367,10 @@ def summary(verdict: Verdict) -> str:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1
     shown = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: kv[0] != REGRESSION))
     outcome = "FAIL" if verdict.failed else "nothing judged" if not verdict.gated else "pass"
+    early = (f" (of {verdict.planned}: no gated case can be rejected any more)"
+             if verdict.decided and verdict.rounds < verdict.planned else "")
     return (f"conformance.bench gate: {outcome} against commit {verdict.commit[:12]} measured beside the tree: "
-            f"{shown}; {verdict.rounds} rounds a side, margin {verdict.margin:.0%}, Holm over {verdict.gated} "
+            f"{shown}; {verdict.rounds} rounds a side{early}, margin {verdict.margin:.0%}, Holm over {verdict.gated} "
             f"gated cases at family-wise alpha {verdict.alpha:g}")
 
 

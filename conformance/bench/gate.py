@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from tabulate import tabulate
-
+from ..core.extras import tabulate
 from . import stats
 from .rounds import SCHEMA, machine_label, positive_number, read_document
 

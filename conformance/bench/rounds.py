@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import random
 import signal
@@ -30,7 +29,7 @@ SCHEMA = 2
 
 def positive_number(value) -> bool:
     """A positive finite number (not a bool)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= sys.float_info.max
 
 
 def read_document(path: Path | str) -> dict:
@@ -42,8 +41,8 @@ def read_document(path: Path | str) -> dict:
         raise ValueError(f"{path}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
     try:
         data = json.loads(text)
-    except ValueError as error:
-        raise ValueError(f"{path}: not JSON ({error})") from None
+    except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
+        raise ValueError(f"{path}: not JSON ({str(error)[:200]})") from None
     if not isinstance(data, dict) or data.get("kind") != "conformance.bench":
         raise ValueError(f"{path}: not a conformance.bench file (no \"kind\": \"conformance.bench\")")
     if data.get("schema") not in (1, SCHEMA):
@@ -127,7 +126,8 @@ def run_rounds(tasks: Sequence[tuple[object, list[str], Path | None]], *, jobs: 
                finished: Callable[[object, dict | None, str, float], None], env: dict | None = None) -> None:
     """Run round commands, ``jobs`` at a time, in the order given: each task is (key, command, working directory),
     the command writing its document to the path after ``--out``. ``finished(key, document, error, seconds)`` is
-    called as each ends, with the loaded document, or None and a one-line error (exit status and the log's tail)."""
+    called as each ends, with the loaded document, or None and a one-line error (exit status and the log's tail);
+    when it returns True the run ends there: no further task starts and the rounds still running are stopped."""
     pending = list(tasks)
     running: dict[object, tuple[subprocess.Popen, float, Path, object]] = {}
     try:
@@ -190,7 +190,9 @@ def _run(pending: list, running: dict, *, jobs: int, folder: Path, finished: Cal
                 document, error = load_round(out), ""
             except (OSError, ValueError) as problem:
                 document, error = None, str(problem)[:400]
-            finished(key, document, error, time.perf_counter() - began)
+            if finished(key, document, error, time.perf_counter() - began):
+                pending.clear()
+                return  # run_rounds stops what is still running
 
 
 def new_session(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, sample_s: float, threads: int,

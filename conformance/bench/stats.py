@@ -62,6 +62,17 @@ def mann_whitney_greater(x: Sequence[float], y: Sequence[float]) -> tuple[int, f
     return u, _u_tail(len(x), len(y))[u]
 
 
+def can_still_reject(u: int, seen: tuple[int, int], final: tuple[int, int], level: float) -> bool:
+    """Whether the test of the final sizes ``final`` = (n, m) can still end with p <= ``level`` when U counts ``u``
+    on the ``seen`` = (n', m') samples measured so far. Every pair with a sample still to come can count (the tree's
+    later samples above everything, the baseline's below everything), so U ends at most at u + n*m - n'*m', and that
+    is reached: the answer is exact, not a bound. False is a sound futility rule: no rounds to come can reject."""
+    (n_seen, m_seen), (n, m) = seen, final
+    if not (0 <= n_seen <= n and 0 <= m_seen <= m and 0 <= u <= n_seen * m_seen):
+        raise ValueError(f"U = {u} on {n_seen} x {m_seen} samples of {n} x {m} is impossible")
+    return _u_tail(n, m)[u + n * m - n_seen * m_seen] <= level
+
+
 def smallest_p(n: int, m: int) -> float:
     """The smallest p-value the test can give for samples of sizes n and m (complete separation)."""
     return 1.0 / math.comb(n + m, n)
