@@ -317,7 +317,7 @@ def dynamic_quantized_linear(x: torch.Tensor, codes: torch.Tensor, bias: torch.T
 
     Forward:  ``(s_x, z_x) = choose_qparams(x, quant_min, quant_max, symmetric)`` per tensor, or per token (each
               row of ``x``, ``per_token``); ``q_x = quantize(x, s_x, z_x)``; the integer product
-              ``acc = (q_x - z_x) @ (codes - z_w).T`` exactly (int64), rescaled: ``y = acc * s_x * s_w + bias``
+              ``acc = (q_x - z_x) @ (codes - z_w).T`` exactly (integers, summed in float64), rescaled: ``y = acc * s_x * s_w + bias``
               (``s_w``, ``z_w`` per tensor or per output channel, ``weight_axis=0``). No gradient (a quantized
               inference op).
     Dtype:    float32 output; the rescale runs in float64 (the exact product, rounded once).
@@ -332,7 +332,12 @@ def dynamic_quantized_linear(x: torch.Tensor, codes: torch.Tensor, bias: torch.T
     shift = zx.to(torch.int64).reshape(-1, 1) if per_token else zx.to(torch.int64)
     w = codes.to(torch.int64)
     zw = _qparam(w.to(torch.float64), "zero_point", weight_zero_point, axis=weight_axis, group_size=None)
-    acc = ((qx - shift) @ (w - zw.to(torch.int64)).T).to(torch.float64)
+    # The integer product in float64: every term and partial sum is an integer below 2**53 (|codes| < 2**8 on both
+    # sides, K < 2**37), so it is exact, and it runs on every device (CUDA has no int64 matmul).
+    centred_x, centred_w = qx - shift, w - zw.to(torch.int64)
+    if centred_x.abs().max() * centred_w.abs().max() * max(1, xd.shape[-1]) >= 2 ** 53:
+        raise ValueError("dynamic_quantized_linear: the integer product would not be exact in float64")
+    acc = centred_x.to(torch.float64) @ centred_w.to(torch.float64).T
     sw = _qparam(w.to(torch.float64), "scale", weight_scale, axis=weight_axis, group_size=None)
     sx64 = sx.to(torch.float32).to(torch.float64)
     y = acc * (sx64.reshape(-1, 1) if per_token else sx64) * sw.to(torch.float32).to(torch.float64).reshape(1, -1)
