@@ -151,6 +151,29 @@ def test_a_failed_transform_that_leaves_state_behind_is_recorded_and_undone():
     assert isolation.restore(before) == [] and torch.is_grad_enabled()
 
 
+def test_saved_tensor_hooks_a_failed_transform_leaves_in_force_are_popped_before_the_next_cell():
+    """torch 2.11's non-reentrant checkpoint leaves its saved-tensor hooks pushed when the checkpointed forward raises
+    and the exception is kept: every later backward in the process then ran them (on the GPU machine, 15 cells of
+    other subjects recorded the failed module's error). Here a forward leaves a pair whose pack raises."""
+
+    def planted_pack(tensor):
+        raise RuntimeError("planted: a stale saved-tensor hook ran in another cell")
+
+    class LeavesSavedTensorHooks(torch.nn.Module):
+        def forward(self, x):
+            torch._C._autograd._push_saved_tensors_default_hooks(planted_pack, lambda packed: packed)
+            raise NotImplementedError("the checkpointed forward raised")
+
+    registry.register(Subject(id="mutant.leaves_saved_tensor_hooks", spec="quant.sign_ste",
+                              build=lambda ex: LeavesSavedTensorHooks(), fixed={"zero_value": 1.0}, library="mutants"))
+    failed = run_cell(Cell("mutant.leaves_saved_tensor_hooks", "eager", "forward_matches_spec", "cpu", "float32"))
+    assert failed.outcome == "fail" and "the checkpointed forward raised" in failed.message
+    assert any("saved-tensor hooks left in force" in line for line in failed.extra["process_state_restored"])
+    later = run_cell(Cell("reference.quant.lsq", "eager", "grad_matches_spec", "cpu", "float32"))
+    assert later.outcome == "pass", later.message
+    assert torch._C._autograd._top_saved_tensors_default_hooks(True) is None
+
+
 class _KeepsLastMembrane(torch.nn.Module):
     """A stateful neuron as snntorch and sinabs write them: forward stores its state in a registered buffer."""
 

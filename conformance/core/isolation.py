@@ -37,6 +37,16 @@ class Snapshot:
     hooks: dict[str, frozenset]
     grad_enabled: bool
     default_dtype: torch.dtype
+    saved_tensors_hooks: tuple | None = None
+
+
+#: At most this many saved-tensor hooks are popped to get back to a snapshot's (a bound, not a count anyone reaches).
+_MAX_POPS = 64
+
+
+def _top_saved_tensors_hooks() -> tuple | None:
+    """The innermost ``torch.autograd.graph.saved_tensors_hooks`` pair in force (pack, unpack), or None."""
+    return torch._C._autograd._top_saved_tensors_default_hooks(True)
 
 
 def _hook_dicts() -> dict[str, dict]:
@@ -46,7 +56,7 @@ def _hook_dicts() -> dict[str, dict]:
 
 def snapshot() -> Snapshot:
     return Snapshot({name: frozenset(hooks) for name, hooks in _hook_dicts().items()}, torch.is_grad_enabled(),
-                    torch.get_default_dtype())
+                    torch.get_default_dtype(), _top_saved_tensors_hooks())
 
 
 def _describe(hook) -> str:
@@ -68,7 +78,21 @@ def restore(before: Snapshot) -> list[str]:
     if torch.get_default_dtype() != before.default_dtype:
         undone.append(f"default dtype left as {torch.get_default_dtype()}")
         torch.set_default_dtype(before.default_dtype)
+    undone += _pop_saved_tensors_hooks(before.saved_tensors_hooks)
     return undone
+
+
+def _pop_saved_tensors_hooks(wanted: tuple | None) -> list[str]:
+    """Pop the saved-tensor hooks pushed since the snapshot. They are process-wide: left in force, every later
+    backward in the process runs them (torch 2.11's non-reentrant checkpoint leaves its pair pushed when the
+    checkpointed forward raises and the exception is kept, so a later cell ran the failed module again)."""
+    popped = []
+    while len(popped) < _MAX_POPS and _top_saved_tensors_hooks() not in (None, wanted):
+        pack, _ = _top_saved_tensors_hooks()
+        popped.append(_describe(pack))
+        torch._C._autograd._pop_saved_tensors_default_hooks()
+    return [f"saved-tensor hooks left in force (torch.autograd.graph.saved_tensors_hooks): {', '.join(popped)}"] \
+        if popped else []
 
 
 # ------------------------------------------------------------------------------------ a stop asked for, or raised
