@@ -92,6 +92,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conformance-partial", action="store_true",
                     help="a partial run: a known failure that matches no collected cell is not an error (implied by "
                          "-k, -m, --shard, --resume and test ids; conformance.strict)")
+    group.addoption("--collect-unrunnable", action="store_true",
+                    help="keep cells that cannot run here (no CUDA, a missing optional library, not applicable) as "
+                         "tests that skip; by default they are recorded as skip at collection and not run")
     group.addoption("--shard-durations", default=None, metavar="FILE",
                     help="seconds per unit that balance the shards (default <rootdir>/reports/shard-durations.json "
                          "where it exists, else the number of tests)")
@@ -217,6 +220,11 @@ def cell_of(item: pytest.Item) -> Cell | None:
 @pytest.hookimpl(trylast=True)  # after -k and -m: the shards split what this run selects
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     _keep_shard(config, items)  # first: a resumed shard must plan the same units as when it started
+    _drop_resumed(config, items)
+    _set_aside_unrunnable(config, items)
+
+
+def _drop_resumed(config: pytest.Config, items: list) -> None:
     listing = os.environ.get("CONFORMANCE_RESUME_FILE")
     if not config.getoption("--resume") or not listing:
         return
@@ -228,6 +236,55 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     if skipped:
         config.hook.pytest_deselected(items=skipped)
         items[:] = keep
+
+
+def _set_aside_unrunnable(config: pytest.Config, items: list) -> None:
+    """Cells that cannot run here (no CUDA, an optional library missing, not applicable) are not run through pytest:
+    each is recorded as ``skip`` with its reason at collection, by one process of the run, and still counts for the
+    strict known failures. ``--collect-unrunnable`` keeps them as tests that skip."""
+    if config.getoption("--collect-unrunnable"):
+        return
+    aside: list[tuple[pytest.Item, Cell, str]] = []
+    keep = []
+    for item in items:
+        cell = cell_of(item)
+        reason = _skip_reason_or_none(cell) if cell is not None else None
+        if reason is None:
+            keep.append(item)
+        else:
+            aside.append((item, cell, reason))
+    if not aside:
+        return
+    config.stash[_UNRUNNABLE] = [cell for _, cell, _ in aside]
+    if not _is_worker(config) or config.workerinput.get("workerid") == "gw0":  # one process records them
+        recorder: Recorder = config.pluginmanager.get_plugin("conformance-recorder")
+        recorder.write_skipped([(cell, reason) for _, cell, reason in aside])
+    config.stash[_SETTING_ASIDE] = True
+    try:
+        config.hook.pytest_deselected(items=[item for item, _, _ in aside])
+    finally:
+        config.stash[_SETTING_ASIDE] = False
+    items[:] = keep
+    config.stash[_UNRUNNABLE_COUNT] = len(aside)
+    if _is_worker(config):
+        config.workeroutput["conformance_unrunnable"] = len(aside)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """The controller learns from a worker how many cells were set aside (every worker sets aside the same)."""
+    count = getattr(node, "workeroutput", {}).get("conformance_unrunnable")
+    if count:
+        node.config.stash[_UNRUNNABLE_COUNT] = count
+
+
+def _skip_reason_or_none(cell: Cell) -> str | None:
+    from .runner import skip_reason
+
+    try:
+        return skip_reason(cell)
+    except Exception:  # an unknown subject or transform: the cell itself reports it when it runs
+        return None
 
 
 def _keep_shard(config: pytest.Config, items: list) -> None:
@@ -248,8 +305,9 @@ def _keep_shard(config: pytest.Config, items: list) -> None:
 
 
 def pytest_deselected(items: list) -> None:
-    """Remember that this run is partial (-k, -m, --shard, --resume): conformance.strict then relaxes."""
-    if items:
+    """Remember that this run is partial (-k, -m, --shard, --resume): conformance.strict then relaxes. Cells set
+    aside because they cannot run here do not make a run partial."""
+    if items and not items[0].config.stash.get(_SETTING_ASIDE, False):
         items[0].config.stash[_DESELECTED] = True
 
 
@@ -258,6 +316,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Strict known failures in every repository (conformance.strict): one line, and the session stops (under
     xdist, every cell fails with that line)."""
     cells = [cell for cell in map(cell_of, session.items) if cell is not None]
+    cells += session.config.stash.get(_UNRUNNABLE, [])
     if not cells:
         return
     from .strict import problems
@@ -273,6 +332,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 _DESELECTED = pytest.StashKey[bool]()
+_SETTING_ASIDE = pytest.StashKey[bool]()
+_UNRUNNABLE = pytest.StashKey[list]()
+_UNRUNNABLE_COUNT = pytest.StashKey[int]()
 _STRICTNESS = pytest.StashKey[str]()
 
 
@@ -404,6 +466,19 @@ class Recorder:
             if (_read_json(marker) or {}).get("cell") == cell.id:
                 marker.unlink(missing_ok=True)
 
+    def write_skipped(self, cells: list[tuple[Cell, str]]) -> None:
+        """Records of cells that were not run, each with the reason, in one batch."""
+        from . import registry
+
+        subjects = registry.subjects()
+        env = environment()
+        with self._lock:
+            writer = self.writer()
+            for cell, reason in cells:
+                writer.write(make_record(run=self.run_id, cell=cell, subject=subjects.get(cell.subject),
+                                         result=CellResult("skip", message=reason, duration_s=0.0),
+                                         reproduce=reproduce_command(cell, root=self.config.rootpath), env=env))
+
     # -- hooks (in the process that runs the cell)
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -491,6 +566,11 @@ class Recorder:
                 what = "crashed (ended their process)" if outcome == "crash" else "timed out"
                 terminalreporter.write_line(f"conformance: {len(cells)} cell(s) {what}, each recorded once: "
                                             f"{shown}{more}")
+        unrunnable = self.config.stash.get(_UNRUNNABLE_COUNT, 0)
+        if unrunnable:
+            terminalreporter.write_line(f"conformance: {unrunnable} cell(s) cannot run here (no CUDA, a missing "
+                                        "optional library, not applicable): recorded as skip with the reason, not "
+                                        "run as tests (--collect-unrunnable runs them)")
         if self.dir.exists():
             terminalreporter.write_line(f"conformance: cell records in {terminal_text(self.dir)}")
 

@@ -240,7 +240,7 @@ def test_the_readme_example_is_isolated_without_xdist(tmp_path):
     failing = next(r for r in records if r["subject"] == "mylib.Crasher")
     assert "--load tests/test_conformance.py" in failing["reproduce"], failing["reproduce"]
     assert "reproduce: CONFORMANCE_PROFILE=ci python -m conformance.cell --load" in log
-    passing = next(r for r in records if r["subject"] == "mylib.Sign")
+    passing = next(r for r in records if r["subject"] == "mylib.Sign" and r["outcome"] == "pass")
     command = passing["reproduce"].split(" ", 1)[1].replace("python", sys.executable, 1)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CONFORMANCE_", "FAULTY_"))}
     again = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=120,

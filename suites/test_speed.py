@@ -79,3 +79,62 @@ def test_a_workers_test_id_names_its_cells_unit():
     assert _group_of(f"suites/test_matrix.py::test_cell[{cell}]@reference.neuron.leaky|eager") == \
         "reference.neuron.leaky|eager"
     assert _group_of("suites/test_faults.py::test_run[a]") is None
+
+
+UNRUNNABLE_TESTS = '''
+from conformance.api import Known, Subject, check_cell, parametrize_with_checks
+from signlib.quant import SignSTE
+
+MINE = Subject(id="mylib.SignSTE", spec="quant.sign_ste", build=lambda example: SignSTE(), library="signlib",
+               fixed={"zero_value": 1.0},
+               dtypes=frozenset({"float32"}))
+KNOWN = {"mylib.SignSTE": [Known("eager", device="cuda", cause="cuda-only", reason="seen on CUDA only",
+                                 reproducer="repro.py")]}
+
+
+@parametrize_with_checks([MINE], transforms=["eager"], devices=("cpu", "cuda"), known=KNOWN)
+def test_conformance(cell, record_cell):
+    check_cell(cell, record=record_cell)
+'''
+
+
+def run_unrunnable_project(tmp_path, *extra):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "tests").mkdir(exist_ok=True)
+    (tmp_path / "tests" / "test_cells.py").write_text(UNRUNNABLE_TESTS)
+    (tmp_path / "repro.py").write_text("raise SystemExit(1)\n")
+    results = tmp_path / f"results{len(extra)}"
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONFORMANCE_", "PYTEST_"))}
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests", "-p", "conformance.plugin", "-p", "no:xdist",
+                           "-p", "no:cacheprovider", "-q", "--isolation", "none", "--results-dir", str(results),
+                           *extra], cwd=tmp_path, env=dict(env, PYTHONPATH=os.pathsep.join([str(root), str(root / "examples" / "signlib" / "src")])), capture_output=True,
+                          text=True, timeout=180)
+    from conformance.records.io import iter_records
+
+    return done, list(iter_records([results]))
+
+
+def test_cells_that_cannot_run_here_are_recorded_as_skip_without_being_run_and_still_count_as_collected(tmp_path):
+    import pytest
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the CUDA cells can run on this machine")
+    done, records = run_unrunnable_project(tmp_path)
+    output = done.stdout + done.stderr
+    cuda = [r for r in records if r["device"] == "cuda"]
+    # the CUDA-only known failure matches a cell that was set aside: not stale (strictness sees every cell)
+    assert done.returncode == 0 and "stale" not in output, output[-3000:]
+    assert "cell(s) cannot run here" in output and " skipped" not in output, output[-2000:]
+    assert cuda and all(r["outcome"] == "skip" for r in cuda), cuda
+    assert {r["message"] for r in cuda if "_matches_spec|cuda|float32" in r["cell"]} == {"no CUDA device on this machine"}
+    assert len({r["cell"] for r in records}) == len(records) and any(r["outcome"] == "pass" for r in records)
+    kept, kept_records = run_unrunnable_project(tmp_path, "--collect-unrunnable")
+    set_aside = sum(r["outcome"] == "skip" for r in records)
+    assert kept.returncode == 0 and f"{set_aside} skipped" in kept.stdout, kept.stdout[-2000:]
+    assert {r["cell"]: r["outcome"] for r in kept_records} == {r["cell"]: r["outcome"] for r in records}

@@ -9,6 +9,7 @@ is capped at ``TEXT_CAP`` characters where it is recorded.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -366,14 +367,21 @@ def latest_by_cell(records: Iterable[dict]) -> dict[str, dict]:
 def library_version(name: str) -> str | None:
     """The installed version of the library a subject belongs to (its distribution, or the imported module's
     ``__version__`` for one that is on the path without metadata), or None."""
+    version = _distribution_version(name)
+    if version is None:
+        version = getattr(sys.modules.get(name), "__version__", None)
+    return version if isinstance(version, str) else None
+
+
+@functools.lru_cache(maxsize=None)
+def _distribution_version(name: str) -> str | None:
+    """The installed distribution's version (looked up once per process: a lookup scans sys.path)."""
     import importlib.metadata as md
 
     try:
         return md.version(name)
     except (md.PackageNotFoundError, ValueError):
-        pass
-    version = getattr(sys.modules.get(name), "__version__", None)
-    return version if isinstance(version, str) else None
+        return None
 
 
 _ENV_CACHE: dict | None = None
