@@ -68,10 +68,6 @@ def timed(step: Callable[[], None], loops: int, device: str = "cpu") -> tuple[fl
     return (now() - started) / loops, (time.perf_counter() - wall) / loops
 
 
-def time_per_call(step: Callable[[], None], loops: int, device: str = "cpu") -> float:
-    return timed(step, loops, device)[0]
-
-
 def slowed(step: Callable[[], None], fraction: float, device: str = "cpu") -> Callable[[], None]:
     """``step`` made ``fraction`` slower by spinning after it for ``fraction`` of the time it took on the device's
     clock: the artificial regression of the noise experiment, proportional under any load."""
