@@ -38,6 +38,7 @@ class Snapshot:
     grad_enabled: bool
     default_dtype: torch.dtype
     saved_tensors_hooks: tuple | None = None
+    compiler_configs: tuple = ()
 
 
 #: At most this many saved-tensor hooks are popped to get back to a snapshot's (a bound, not a count anyone reaches).
@@ -54,9 +55,20 @@ def _hook_dicts() -> dict[str, dict]:
         getattr(module_globals, name, None), dict)}
 
 
+#: Process-wide compiler settings a library may change while it builds a module (torchao's ``quantize_`` sets
+#: inductor options and leaves them): put back, so a later compiling cell in the worker compiles with the defaults.
+_COMPILER_CONFIGS = ("torch._inductor.config", "torch._dynamo.config")
+
+
+def _compiler_configs() -> tuple:
+    import importlib
+
+    return tuple((name, importlib.import_module(name).get_config_copy()) for name in _COMPILER_CONFIGS)
+
+
 def snapshot() -> Snapshot:
     return Snapshot({name: frozenset(hooks) for name, hooks in _hook_dicts().items()}, torch.is_grad_enabled(),
-                    torch.get_default_dtype(), _top_saved_tensors_hooks())
+                    torch.get_default_dtype(), _top_saved_tensors_hooks(), _compiler_configs())
 
 
 def _describe(hook) -> str:
@@ -79,7 +91,19 @@ def restore(before: Snapshot) -> list[str]:
         undone.append(f"default dtype left as {torch.get_default_dtype()}")
         torch.set_default_dtype(before.default_dtype)
     undone += _pop_saved_tensors_hooks(before.saved_tensors_hooks)
+    _restore_compiler_configs(before.compiler_configs)
     return undone
+
+
+def _restore_compiler_configs(saved: tuple) -> None:
+    """Put the compiler settings back, silently: a library that sets them is judged by its cells, not by the next
+    cell's (an option set on purpose and left is not a leak of the transform under test)."""
+    import importlib
+
+    for name, values in saved:
+        config = importlib.import_module(name)
+        if config.get_config_copy() != values:
+            config.load_config(values)
 
 
 def _pop_saved_tensors_hooks(wanted: tuple | None) -> list[str]:
