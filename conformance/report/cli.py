@@ -19,6 +19,12 @@ never run into: a missing or empty one is an error.
 Against an expectations file of one environment (``cpu-torch2.13``) only the records of that environment are
 compared; the others (e.g. the merged CUDA columns) are left out, and the report says how many.
 
+``python -m conformance.report site --runs-from PUBLISHED --add REPORT --run-id ID --out SITE`` publishes reports as a
+static site, each run under its own address (:mod:`conformance.report.site`).
+
+Every report names the directories it read (a run nested in a given directory included) and, when ``--results``
+leaves out the checked-in CUDA records or the release history is not read, says so and how to include them.
+
 Exit status: 0 rendered; 1 regressions against --diff-against with --fail-on-regression; 2 usage error, a corrupt
 or missing baseline or one without a readable cell (with --fail-on-regression: with any unreadable line), a named
 --results path missing or empty, or no records at all (after running the matrix).
@@ -183,9 +189,39 @@ def default_bench() -> list[Path]:
     return [latest.get(device) or baseline[device] for device in sorted(set(latest) | set(baseline))]
 
 
+#: The checked-in GPU records, merged into the default report.
+CUDA_DIR = Path("reports") / "cuda"
+
+
 def default_results() -> list[Path]:
     """The default results directory and the checked-in GPU records, those that exist."""
-    return [p for p in (DEFAULT_DIR, Path("reports") / "cuda") if p.exists()]
+    return [p for p in (DEFAULT_DIR, CUDA_DIR) if p.exists()]
+
+
+def _covers(given: Path, target: Path) -> bool:
+    given, target = given.resolve(), target.resolve()
+    return given == target or given in target.parents or target in given.parents
+
+
+def not_included(paths: Sequence[Path], args: argparse.Namespace, history_rows: Sequence) -> list[dict]:
+    """The default sources that this report did not read (the checked-in CUDA records, the release history), each
+    with how to include it: a report never drops them without saying so."""
+    left = []
+    cuda_files = sorted(CUDA_DIR.glob("*.jsonl*")) if CUDA_DIR.is_dir() else []
+    if cuda_files and not any(_covers(Path(p), CUDA_DIR) for p in paths):
+        left.append({"path": str(CUDA_DIR), "what": f"checked-in CUDA records, {len(cuda_files)} file(s)",
+                     "include": f"add it: {PROG} --results {' '.join(map(str, paths))} {CUDA_DIR}"})
+    history_files = sorted(HISTORY_DIR.glob("*.jsonl*")) if HISTORY_DIR.is_dir() else []
+    if args.no_history and history_files:
+        left.append({"path": str(HISTORY_DIR), "what": f"release history, {len(history_files)} file(s)",
+                     "include": "run without --no-history"})
+    elif args.history and history_files and not any(_covers(Path(p), HISTORY_DIR) for p in args.history):
+        left.append({"path": str(HISTORY_DIR), "what": f"release history, {len(history_files)} file(s)",
+                     "include": f"add it to --history: --history {' '.join(args.history)} {HISTORY_DIR}"})
+    elif not args.no_history and history_files and not history_rows:
+        left.append({"path": str(HISTORY_DIR), "what": "release history: no readable record",
+                     "include": "record it again with ./run history"})
+    return left
 
 
 def _is_expectations(path: Path) -> bool:
@@ -193,6 +229,11 @@ def _is_expectations(path: Path) -> bool:
 
 
 def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["site"]:  # the static site of published reports (conformance.report.site)
+        from .site import main as site_main
+
+        return site_main(argv[1:])
     args = parse_args(argv)
     explicit = args.results is not None
     paths = [Path(p) for p in args.results] if explicit else default_results()
@@ -275,6 +316,9 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
             return 2
     model = build_model(loaded, the_diff, bench=bench)
     model["history"] = build_history(loaded.rows, history_rows, time.time())
+    model["not_included"] = not_included(paths, args, history_rows)
+    model["history_read"] = {"paths": [str(p) for p in (args.history or [HISTORY_DIR])] if history_rows else [],
+                             "records": len(history_rows)}
     if model["history"]:
         stale = [e["name"] for lib in model["history"].values() for e in lib["environments"] if e["stale"]]
         if stale:
@@ -283,7 +327,7 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
     outputs = {"matrix.html": render_chunks(loaded, model, the_diff),
                "matrix.md": render_markdown(loaded, model, the_diff),
                "matrix.json": matrix_json(model, loaded.rows),
-               "summary.md": render_summary(loaded, model, the_diff, out_dir=args.out, report_url=args.report_url)}
+               "summary.md": render_summary(loaded, model, the_diff, report_url=args.report_url)}
     if the_diff is not None:
         outputs["diff.md"] = render_diff_markdown(the_diff) + "\n"
     files = {args.out / name: content for name, content in outputs.items()}
@@ -294,6 +338,8 @@ def main(argv: Sequence[str] | None = None, *, run_cmd: Sequence[str] | str | No
     except OSError as exc:
         say(f"cannot write the report: {exc}")
         return 2
+    for entry in model["not_included"]:  # said once the report is written (a failure to write is one line)
+        say(f"not included: {entry['path']} ({entry['what']}); {entry['include']}")
     elapsed = time.perf_counter() - started
     if not args.quiet:
         s = model["summary"]

@@ -26,7 +26,7 @@ from typing import Iterable, Iterator
 from ..core.escape import cell_command
 from ..core.settings import PROFILES
 from ..records.expectations import implied, is_implied
-from ..records.io import NO_DEVICE, Problem, cell_key, iter_records, read_suite_files
+from ..records.io import NO_DEVICE, Problem, cell_key, iter_records, read_suite_files, record_files
 
 #: Version of matrix.json's layout (bump on an incompatible change).
 JSON_SCHEMA_VERSION = 1
@@ -234,6 +234,8 @@ class Loaded:
     sources: list[str]
     n_records: int = 0
     per_source: dict[str, int] = field(default_factory=dict)
+    #: records read from each directory holding record files (a run nested in a given directory is named here)
+    per_directory: dict[str, int] = field(default_factory=dict)
     suite_versions: list[dict] = field(default_factory=list)
     merge_rule: str = NEWEST_SUITE
     devices: set[str] = field(default_factory=set)
@@ -402,16 +404,21 @@ def load_records(paths: Iterable[Path | str], *, latest_run_wins: bool = False, 
     problems = _CappedProblems()
     loader = _Loader(LATEST_RUN if latest_run_wins else NEWEST_SUITE, environment)
     per_source = {}
+    per_directory: Counter = Counter()
     for path in paths:
         before = loader.n_records
         if not Path(path).exists():
             problems.append(Problem(path, 0, "no such file or directory"))
         else:
-            for record in iter_records([path], problems):
-                try:
-                    loader.add(record)
-                except Exception as exc:  # a valid-looking record with unusable contents: report, keep going
-                    problems.append(Problem(path, 0, f"unusable record {str(record)[:120]!r}: {exc}"))
+            for file in record_files(path):
+                read_before = loader.n_records
+                for record in iter_records([file], problems):
+                    try:
+                        loader.add(record)
+                    except Exception as exc:  # a valid-looking record with unusable contents: report, keep going
+                        problems.append(Problem(path, 0, f"unusable record {str(record)[:120]!r}: {exc}"))
+                if loader.n_records > read_before:
+                    per_directory[str(file.parent)] += loader.n_records - read_before
         per_source[path] = loader.n_records - before
     suite = read_suite_files([p for p in paths if Path(p).exists()])
     by_column = functools.partial(transform_position, suite["order"])
@@ -423,7 +430,7 @@ def load_records(paths: Iterable[Path | str], *, latest_run_wins: bool = False, 
     for version in versions:
         version["cells_shown"] = shown.get(version["suite_sha"], 0)
     return Loaded(rows=rows, problems=list(problems), sources=paths, n_records=loader.n_records,
-                  per_source=per_source, suite_versions=versions, merge_rule=loader.merge_rule,
+                  per_source=per_source, per_directory=dict(sorted(per_directory.items())), suite_versions=versions, merge_rule=loader.merge_rule,
                   devices=loader.devices, environment=environment if loader.wanted is not None else None, suite=suite,
                   env_cells={k: v for k, (_, v) in loader.env_chosen.items()} if loader.wanted is not None else None,
                   left_out=dict(loader.left_out.most_common()))
@@ -659,17 +666,23 @@ def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None 
         agg = aggregate(members)
         libraries[library] = {"counts": agg["counts"], "n_pass": agg["n_pass"], "n_total": agg["n_total"],
                               "pass_rate": round(agg["n_pass"] / agg["n_total"], 4) if agg["n_total"] else None,
-                              "subjects": sorted({r["subject"] for r in members})}
+                              "subjects": sorted({r["subject"] for r in members}),
+                              "by_transform": pass_counts(members, "transform", loaded.transform_key)}
     per_transform = {}
     for (transform,), members in sorted(group(rows, "transform").items(), key=lambda kv: loaded.transform_key(kv[0][0])):
         agg = aggregate(members)
         per_transform[transform] = {"counts": agg["counts"], "n_pass": agg["n_pass"], "n_total": agg["n_total"],
-                                    "pass_rate": round(agg["n_pass"] / agg["n_total"], 4) if agg["n_total"] else None}
+                                    "pass_rate": round(agg["n_pass"] / agg["n_total"], 4) if agg["n_total"] else None,
+                                    "by_library": pass_counts(members, "library", natural_key)}
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "doc": JSON_DOC,
         "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
         "sources": loaded.sources,
+        "sources_read": [{"path": path, "records": n} for path, n in loaded.per_directory.items()],
+        "not_included": [],
+        "rates_over": RATES_OVER,
+        "torch_by_device": torch_by_device(rows),
         "n_records_read": loaded.n_records,
         "worst_first": list(WORST_FIRST),
         "subjects": sorted(subjects.values(), key=lambda s: (s["library"], s["spec"], natural_key(s["subject"]))),
@@ -694,6 +707,35 @@ def build_model(loaded: Loaded, the_diff: Diff | None = None, now: float | None 
         "agreement": agreement(rows),
         "exchange": exchange_tables(cells, transforms),
     }
+
+
+RATES_OVER = ("every check recorded (matrix.json has no filter; the HTML page's rates follow its filters): "
+              "libraries[..].by_transform and transforms_summary[..].by_library give the rates of any transform "
+              "or library selection")
+
+
+def pass_counts(rows: list[Row], key: str, order) -> dict[str, dict]:
+    """Per value of ``key``: {n_pass, n_total} (skips excluded) over ``rows``, the pieces a filtered rate adds up."""
+    return {value: {"n_pass": agg["n_pass"], "n_total": agg["n_total"]}
+            for (value,), agg in sorted(((k, aggregate(v)) for k, v in group(rows, key).items()),
+                                        key=lambda kv: order(kv[0][0]))}
+
+
+def torch_by_device(rows: Iterable[Row]) -> dict[str, list[str]]:
+    """The torch releases (major.minor) each device's records were made with: CUDA and CPU columns can differ by it."""
+    seen: dict[str, set[str]] = defaultdict(set)
+    for r in {(r["device"], r["env_key"]): r for r in rows}.values():
+        seen[r["device"]].add(record_environment(r["env"])["torch"] or "unknown")
+    return {device: sorted(releases, key=natural_key) for device, releases in sorted(seen.items())}
+
+
+def torch_label(model: dict, device: str) -> str:
+    """`` (torch 2.11)`` after a device's name when the records shown come from more than one torch release, else
+    nothing: where two columns differ by release, the release is named beside each."""
+    by_device = model.get("torch_by_device") or {}
+    if len({t for releases in by_device.values() for t in releases}) < 2 or not by_device.get(device):
+        return ""
+    return f" (torch {', '.join(by_device[device])})"
 
 
 #: the report's cross-framework tables: format -> the prefix of its transforms' ids
@@ -816,8 +858,12 @@ JSON_DOC = """matrix.json: the compatibility matrix, aggregated from recorded ce
 schema_version: layout version. generated: UTC time of rendering. sources: the result paths read.
 worst_first: outcome order used for aggregation (the worst outcome present wins).
 subjects: [{subject, library, spec}]; transforms: column order; devices, dtypes: coordinates present.
-summary: counts over every check. libraries: {library: {counts, n_pass, n_total, pass_rate, subjects}}.
-transforms_summary: {transform: {counts, n_pass, n_total, pass_rate}}.
+summary: counts over every check. libraries: {library: {counts, n_pass, n_total, pass_rate, subjects,
+  by_transform: {transform: {n_pass, n_total}}}}. transforms_summary: {transform: {counts, n_pass, n_total,
+  pass_rate, by_library: {library: {n_pass, n_total}}}}. rates_over: what those rates count (every check).
+sources_read: [{path, records}] per directory holding record files (a nested run directory is named).
+not_included: [{path, what, include}]: default sources this report did not read, and how to include them.
+torch_by_device: {device: [torch release (major.minor)]} of the records shown.
 descriptions: {transforms: {transform: one line}, checks: {check: one line}}, from their definitions' docstrings
   ("" for a name this suite does not define).
 suite_versions: [{suite_sha, suite_time (commit time, or null), records (read), cells_shown}], newest first.

@@ -8,6 +8,11 @@ cell's checks on click, always through ``textContent`` (never as markup), so eve
 ``core.escape.visible`` shows it (a direction override or a C1 control arrives there as an escape). The static
 sections (summary chart, what each transform and check tests, causes, runs, diff, unreadable lines) are escaped here
 (``html_text``).
+The pass rates per library and per transform that the page's script renders (``#rates``, and each library's row in
+the matrix) count the checks its filters show (device, dtype, library, transforms, subject; the transform filter
+takes several, ``#transform=deepcopy,pickle``); the chart at the bottom counts every check and says so. A device is
+labelled with its records' torch release where the records come from more than one. A section anchor in the address
+(``#history``) scrolls to that section after the matrix is rendered.
 ``matrix.html#selftest`` runs the page's interactions and writes the results into ``#selftest``
 (used by the browser test through ``chromium --dump-dom``).
 """
@@ -21,7 +26,7 @@ import math
 from typing import Iterator
 
 from ..core.escape import html_text, json_text, visible
-from .data import WORST_FIRST, Diff, Loaded, error_size, left_out_note
+from .data import WORST_FIRST, Diff, Loaded, error_size, left_out_note, torch_label
 from .history import environment_line, history_counts, history_status
 
 SYMBOLS = {"pass": "✓", "xfail": "○", "xpass": "★", "fail": "✗", "timeout": "◔", "crash": "☠", "skip": "–"}
@@ -117,6 +122,7 @@ def embed_chunks(loaded: Loaded, model: dict, the_diff: Diff | None) -> Iterator
     rest = _shown({"generated": model["generated"], "outcomes": list(WORST_FIRST), "symbols": SYMBOLS,
                    "subjects": subjects, "transforms": transforms, "devices": devices,
                    "present_devices": model["devices"], "dtypes": dtypes,
+                   "device_labels": {d: torch_label(model, d) for d in devices},
                    "envs": [json.loads(key) for key in envs.items], "causes": _cause_descriptions(loaded),
                    "transform_docs": [(descriptions.get("transforms") or {}).get(t, "") for t in transforms],
                    "stale_after_s": 7 * 24 * 3600})
@@ -413,6 +419,24 @@ def _definitions(model: dict) -> str:
             + "".join(parts) + "</div></section>")
 
 
+def _sources(model: dict) -> str:
+    """What this report read (each directory holding records, nested runs included) and the default sources it did
+    not read, with how to include them (every path escaped)."""
+    read = "".join(f"<li><code>{e(s['path'])}</code>: {s['records']} record(s)</li>"
+                   for s in model.get("sources_read") or [])
+    history = model.get("history_read") or {}
+    if history.get("records"):
+        read += (f"<li><code>{e(', '.join(history['paths']))}</code>: {history['records']} record(s) of earlier "
+                 'releases (Across releases, <code>#history</code>)</li>')
+    left = "".join(f"<li><b>not included:</b> <code>{e(n['path'])}</code> ({e(n['what'])}); {e(n['include'])}</li>"
+                   for n in model.get("not_included") or [])
+    cls = "warn" if left else "muted"
+    opened = " open" if left else ""
+    return (f'<details id="sources" class="{cls}"{opened}><summary>Sources: {len(model.get("sources_read") or [])} '
+            f"directory(ies) of records{', some default sources not included' if left else ''}</summary>"
+            f"<ul>{left}{read}</ul></details>")
+
+
 def _versions_banner(model: dict) -> str:
     note = model.get("mixed_suite_versions")
     return f'<p class="warn" id="suite-versions"><b>Mixed suite versions:</b> {e(note)}.</p>' if note else ""
@@ -442,9 +466,10 @@ def render_chunks(loaded: Loaded, model: dict, the_diff: Diff | None = None) -> 
 <body>
 <header><h1>Conformance matrix</h1>
 <p class="meta">generated {e(model["generated"])} · {len(loaded.rows)} checks from {len(model["runs"])} run(s) ·
-torch {e(", ".join(torch_versions) or "?")} · devices {e(", ".join(model["devices"]) or "none")} ·
+torch {e(", ".join(torch_versions) or "?")} · devices {e(", ".join(d + torch_label(model, d) for d in model["devices"]) or "none")} ·
 pass {summary["n_pass"]}/{summary["n_total"]} (skips excluded)</p>
 <p class="totals">{totals}</p></header>
+{_sources(model)}
 {_versions_banner(model)}
 {_problems(model)}
 {_diff_banner(the_diff)}
@@ -452,7 +477,7 @@ pass {summary["n_pass"]}/{summary["n_total"]} (skips excluded)</p>
 <span class="group" id="device-switch" role="group" aria-label="device"><b>device</b></span>
 <span class="group" id="dtype-switch" role="group" aria-label="dtype"><b>dtype</b></span>
 <label>library <select id="f-library"><option value="">all</option></select></label>
-<label>transform <select id="f-transform"><option value="">all</option></select></label>
+<label>transform <select id="f-transform" multiple size="3" title="several: ctrl/shift-click"><option value="">all</option></select></label>
 <label>outcome <select id="f-outcome"><option value="">any</option></select></label>
 <label>cause <select id="f-cause"><option value="">any</option></select></label>
 <label>subject <input id="f-text" type="search" placeholder="filter by name"></label>
@@ -464,6 +489,10 @@ pass {summary["n_pass"]}/{summary["n_total"]} (skips excluded)</p>
 transform and check in one line).</span></p>
 <noscript><p class="warn">The matrix needs JavaScript; matrix.md holds the same table.</p></noscript>
 <div id="matrix-wrap"><table id="matrix"><thead></thead><tbody></tbody></table></div>
+<section id="rates"><h2>Pass rates under the current filters</h2><p class="muted" id="rates-scope"></p>
+<div class="defs-wrap"><table class="list" id="rates-library"><thead><tr><th>library</th><th>pass rate</th>
+<th>pass/total</th></tr></thead><tbody></tbody></table><table class="list" id="rates-transform"><thead><tr>
+<th>transform</th><th>pass rate</th><th>pass/total</th></tr></thead><tbody></tbody></table></div></section>
 {_definitions(model)}
 {_agreement_section(model.get("agreement") or [])}
 {_history_section(model.get("history") or {})}
@@ -472,7 +501,8 @@ transform and check in one line).</span></p>
 {_diff_section(the_diff)}
 <aside id="details" hidden><button id="details-close" type="button" aria-label="close">×</button>
 <div id="details-body"></div></aside>
-<section id="summary"><h2>Pass rate per library</h2>{_bar_chart(model)}
+<section id="summary"><h2>Pass rate per library, every recorded check</h2><p class="muted">Whatever the filters
+(the rates under the current filters are above the list of transforms, <code>#rates</code>).</p>{_bar_chart(model)}
 <h2>Causes</h2><p class="muted">How many checks (and subject × transform cells) each cause explains, across libraries;
 click a row to filter the matrix.</p>{_cause_table(model, _cause_descriptions(loaded))}
 <h2>Runs</h2>{_runs_table(model)}</section>
@@ -536,6 +566,7 @@ h3.bad{color:#b91c1c}h3.good{color:#15803d}
 svg.chart text{font:12px system-ui,sans-serif;fill:#333}
 #bench{margin:12px 0}#bench h4{margin:8px 0 2px}svg.bench text{font-size:11px}
 #definitions .defs-wrap{display:flex;flex-wrap:wrap;gap:0 28px}table.defs td:first-child{white-space:nowrap}
+section[id],details[id]{scroll-margin-top:96px}
 .repro{user-select:all;background:#eef2ff;padding:2px 4px;border-radius:3px;word-break:break-all}
 """
 
@@ -567,6 +598,10 @@ _JS = r"""
   const params = new URLSearchParams(location.hash.slice(1));
   const selftestMode = params.has("selftest");
   for (const key of Object.keys(state)) if (params.get(key)) state[key] = params.get(key);
+  // "#history" (a key without a value naming an element): the section to scroll to once the matrix is rendered
+  const anchor = [...params.keys()].find((k) => !params.get(k) && !(k in state) && k !== "selftest" &&
+    document.getElementById(k)) || "";
+  const chosenTransforms = () => new Set(state.transform ? state.transform.split(",") : []);
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -600,20 +635,29 @@ _JS = r"""
   const countsText = (agg) => O.map((o, i) => (agg.counts[i] ? agg.counts[i] + " " + o : "")).filter(Boolean).join(", ");
 
   function render() {
-    const cols = D.transforms.map((t, i) => i).filter((i) => !state.transform || D.transforms[i] === state.transform);
+    const chosen = chosenTransforms();
+    const cols = D.transforms.map((t, i) => i).filter((i) => !chosen.size || chosen.has(D.transforms[i]));
+    const shownCols = new Set(cols);
     const head = el("tr", null, el("th", { class: "corner" }, "subject"));
     for (const ti of cols) head.append(el("th", { class: "tr", title: D.transforms[ti] + (D.transform_docs[ti] ? ": " + D.transform_docs[ti] : "") }, el("span", null, D.transforms[ti])));
     document.querySelector("#matrix thead").replaceChildren(head);
-    const libStats = new Map();
-    for (const r of D.rows) {
-      if (!included(r)) continue;
-      const lib = D.subjects[r[SUBJ]][1], s = libStats.get(lib) || [0, 0];
-      if (r[OUT] === PASS) s[0]++;
-      if (r[OUT] !== SKIP) s[1]++;
-      libStats.set(lib, s);
-    }
-    const frag = document.createDocumentFragment();
+    // Pass rates over the checks the filters show: device, dtype, library, transforms and subject name (outcome and
+    // cause filters only highlight cells).
     const needle = state.text.toLowerCase();
+    const libStats = new Map(), trStats = new Map();
+    for (const r of D.rows) {
+      const [subject, lib] = D.subjects[r[SUBJ]];
+      if (!included(r) || !shownCols.has(r[TR]) || (state.library && lib !== state.library) ||
+          (needle && !subject.toLowerCase().includes(needle))) continue;
+      for (const [stats, key] of [[libStats, lib], [trStats, D.transforms[r[TR]]]]) {
+        const s = stats.get(key) || [0, 0];
+        if (r[OUT] === PASS) s[0]++;
+        if (r[OUT] !== SKIP) s[1]++;
+        stats.set(key, s);
+      }
+    }
+    renderRates(libStats, trStats);
+    const frag = document.createDocumentFragment();
     let lastLib = null, lastSpec = null, rows = 0, cells = 0;
     D.subjects.forEach(([subject, lib, spec], si) => {
       if ((state.library && lib !== state.library) || (needle && !subject.toLowerCase().includes(needle))) return;
@@ -638,7 +682,7 @@ _JS = r"""
       if (!hasData || ((state.outcome || state.cause) && !anyMatch)) return;
       if (lib !== lastLib) {
         const s = libStats.get(lib) || [0, 0];
-        const rate = s[1] ? Math.round((100 * s[0]) / s[1]) + "% pass (" + s[0] + "/" + s[1] + ")" : "no checks";
+        const rate = s[1] ? rateText(s) + " pass (" + s[0] + "/" + s[1] + ", filtered)" : "no checks";
         frag.append(el("tr", { class: "lib" }, el("th", { colspan: cols.length + 1 }, lib + "  ", el("span", { class: "muted" }, rate))));
         lastLib = lib; lastSpec = null;
       }
@@ -649,8 +693,24 @@ _JS = r"""
       frag.append(tr); rows++;
     });
     document.querySelector("#matrix tbody").replaceChildren(frag);
-    $("shown").textContent = rows + " subject(s), " + cells + " cell(s) shown";
+    $("shown").textContent = rows + " subject(s), " + cells + " cell(s) shown" +
+      (chosen.size ? " · transforms " + [...chosen].join(", ") : "");
     writeHash();
+  }
+
+  const rateText = (s) => (s[1] ? Math.round((100 * s[0]) / s[1]) + "%" : "no checks");
+  function renderRates(libStats, trStats) {
+    const scope = [["device", state.device], ["dtype", state.dtype], ["library", state.library],
+      ["transform", state.transform], ["subject", state.text]].filter(([, v]) => v && v !== "all").map(([k, v]) => k + "=" + v);
+    let n = 0;
+    for (const s of libStats.values()) n += s[1];
+    $("rates-scope").textContent = "Over the " + n + " checks (skips excluded) the current filters show: " +
+      (scope.length ? scope.join(" · ") : "no filter, every check") + ". Outcome and cause filters only highlight cells.";
+    for (const [id, stats, key] of [["rates-library", libStats, "library"], ["rates-transform", trStats, "transform"]]) {
+      const rows = [...stats.entries()].map(([name, s]) => el("tr", { ["data-" + key]: name, "data-pass": s[0], "data-total": s[1] },
+        el("td", null, name), el("td", { class: "num" }, rateText(s)), el("td", { class: "num" }, s[0] + "/" + s[1])));
+      document.querySelector("#" + id + " tbody").replaceChildren(...rows);
+    }
   }
 
   function age(started) {
@@ -668,7 +728,7 @@ _JS = r"""
     const r = D.rows[i], out = O[r[OUT]];
     const card = el("article", { class: "check o-" + out });
     card.append(el("h3", null, el("span", { class: "chip o-" + out }, D.symbols[out] + " " + out), " " + str(r[CHECK]),
-      el("span", { class: "muted" }, " · " + D.devices[r[DEV]] + " · " + D.dtypes[r[DT]])));
+      el("span", { class: "muted" }, " · " + D.devices[r[DEV]] + ((D.device_labels || {})[D.devices[r[DEV]]] || "") + " · " + D.dtypes[r[DT]])));
     const dl = el("dl");
     const add = (key, ...value) => dl.append(el("dt", null, key), el("dd", null, ...value));
     if (r[DIFF]) add("diff", el("b", null, DIFF_TEXT[r[DIFF]]));
@@ -728,13 +788,14 @@ _JS = r"""
     if (selftestMode) return;
     const p = new URLSearchParams();
     for (const [k, v] of Object.entries(state)) if (v && v !== "all") p.set(k, v);
-    try { history.replaceState(null, "", "#" + p.toString()); } catch (err) { /* file:// in some browsers */ }
+    const hash = [anchor, p.toString()].filter(Boolean).join("&");  // a section anchor stays in the address
+    try { history.replaceState(null, "", "#" + hash); } catch (err) { /* file:// in some browsers */ }
   }
 
   function switchGroup(id, key, values, enabled) {
     const group = $(id);
     for (const v of values) {
-      const b = el("button", { type: "button", "data-v": v }, v);
+      const b = el("button", { type: "button", "data-v": v }, v + ((D.device_labels || {})[v] || ""));
       if (!enabled(v)) { b.disabled = true; b.title = "no records for " + v; }
       b.addEventListener("click", () => { state[key] = v; sync(); render(); reopen(); });
       group.append(b);
@@ -744,7 +805,9 @@ _JS = r"""
   function sync() {
     for (const [id, key] of [["device-switch", "device"], ["dtype-switch", "dtype"]])
       for (const b of $(id).querySelectorAll("button")) b.classList.toggle("on", b.dataset.v === state[key]);
-    for (const key of ["library", "transform", "outcome", "cause"]) $("f-" + key).value = state[key];
+    for (const key of ["library", "outcome", "cause"]) $("f-" + key).value = state[key];
+    const chosen = chosenTransforms();
+    for (const o of $("f-transform").options) o.selected = o.value ? chosen.has(o.value) : !chosen.size;
     $("f-text").value = state.text;
   }
   function reopen() {
@@ -760,8 +823,11 @@ _JS = r"""
   fillSelect("f-transform", D.transforms);
   fillSelect("f-outcome", O);
   fillSelect("f-cause", Object.keys(D.causes));
-  for (const key of ["library", "transform", "outcome", "cause"])
+  for (const key of ["library", "outcome", "cause"])
     $("f-" + key).addEventListener("change", (ev) => { state[key] = ev.target.value; render(); });
+  $("f-transform").addEventListener("change", (ev) => {
+    state.transform = [...ev.target.selectedOptions].map((o) => o.value).filter(Boolean).join(","); sync(); render();
+  });
   $("f-text").addEventListener("input", (ev) => { state.text = ev.target.value; render(); });
   $("f-reset").addEventListener("click", () => {
     Object.assign(state, { device: "all", dtype: "all", library: "", transform: "", outcome: "", cause: "", text: "" });
@@ -784,9 +850,11 @@ _JS = r"""
     if (a.stale) td.classList.add("stale");
   }
   sync(); render(); reopen();
+  if (anchor) $(anchor).scrollIntoView();  // after rendering: the matrix above it has its final height now
 
   function selftest() {
-    const result = { title_before: document.title };
+    const result = { title_before: document.title, anchor, scroll_y: Math.round(window.scrollY),
+      anchor_top: anchor ? Math.round($(anchor).getBoundingClientRect().top) : null };
     const rowCount = () => document.querySelectorAll("#matrix tr.subject").length;
     const set = (id, value) => { $(id).value = value; $(id).dispatchEvent(new Event("change")); };
     result.rows = rowCount();

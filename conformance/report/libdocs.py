@@ -43,7 +43,8 @@ def page_name(library: str) -> str:
 def render(library: str, records: list, history: dict | None = None) -> str:
     """The Markdown page of one library (every recorded string escaped); ``history`` is its entry of the history
     view (conformance.report.history), if earlier releases were recorded."""
-    versions = sorted({str((r["env"].get("libraries") or {}).get(library, "?")) for r in records if r.get("env")})
+    versions = sorted({str(r.get("library_version") or (r["env"].get("libraries") or {}).get(library, "?"))
+                       for r in records if r.get("env")})
     torch_versions = sorted({str(r["env"].get("torch", "?")) for r in records if r.get("env")})
     lines = [f"# {md_text(library)}", "",
              f"Generated from {len(records)} recorded cells ({md_text(library)} {md_text(', '.join(versions))}; "

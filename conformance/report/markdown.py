@@ -1,15 +1,15 @@
 """The report's Markdown: matrix.md (every cell), diff.md (every change against a baseline) and summary.md (pass
 rates and changes, sized for a pull-request comment). Every string from a record, an exception or a library goes
-through :mod:`conformance.core.escape` (``md_text``, ``md_code``, ``md_url``).
+through :mod:`conformance.core.escape` (``md_text``, ``md_code``, ``md_url``). summary.md links the other files
+relatively (it is written beside them) and always says what it compares against; both name the sources read and
+those left out.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..core.escape import md_code, md_text, md_url
 from ..core.extras import tabulate
-from .data import WORST_FIRST, Diff, Loaded, aggregate, error_size, group, left_out_note
+from .data import WORST_FIRST, Diff, Loaded, aggregate, error_size, group, left_out_note, torch_label
 from .history import environment_line, history_counts, history_status
 from .html import MEANING, SYMBOLS
 
@@ -47,6 +47,24 @@ def _show(v: dict) -> str:
     return f"{SYMBOLS.get(v['outcome'], '?')} {md_text(v['outcome'])}{cause}"
 
 
+def sources_markdown(model: dict, *, limit: int = 40) -> list[str]:
+    """The directories read (nested runs included) and the default sources not included, with how to include
+    them (escaped)."""
+    out = [f"**Not included:** {md_code(n['path'])} ({md_text(n['what'])}); {md_text(n['include'])}."
+           for n in model.get("not_included") or []]
+    read = model.get("sources_read") or []
+    listed = ", ".join(f"{md_code(s['path'])} ({s['records']})" for s in read[:limit])
+    more = f" and {len(read) - limit} more" if len(read) > limit else ""
+    history = model.get("history_read") or {}
+    extra = (f"; release history: {md_code(', '.join(history['paths']))} ({history['records']})"
+             if history.get("records") else "")
+    out.append(f"Sources read (records): {listed}{more}{extra}.")
+    labelled = [device + torch_label(model, device) for device in model.get("devices") or []]
+    if any(label != device for label, device in zip(labelled, model.get("devices") or [])):
+        out.append(f"Devices: {md_text(', '.join(labelled))}: their records differ by torch release.")
+    return out + [""]
+
+
 def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -> str:
     rows = loaded.rows
     out = ["# Conformance matrix", "",
@@ -54,6 +72,7 @@ def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -
            f"pass {model['summary']['n_pass']}/{model['summary']['n_total']} (skips excluded). "
            "A cell shows its worst outcome and passing/total checks over all checks and dtypes.", "",
            "Legend: " + " · ".join(f"{SYMBOLS[o]} {o} ({MEANING[o]})" for o in WORST_FIRST), ""]
+    out += sources_markdown(model)
     if model.get("mixed_suite_versions"):
         out += [f"**Mixed suite versions:** {md_text(model['mixed_suite_versions'])}.", ""]
     if model["problems"]:
@@ -73,7 +92,7 @@ def render_markdown(loaded: Loaded, model: dict, the_diff: Diff | None = None) -
                      for t in transforms]
             table.append(line)
         header = ["library", "spec", "subject"] + [md_text(t) for t in transforms]
-        out += [f"## {md_text(device)}", "", _table(table, header), ""]
+        out += [f"## {md_text(device + torch_label(model, device))}", "", _table(table, header), ""]
     out += ["## Pass rate per library", ""]
     out.append(_table([[md_text(lib), _rate(i), f"{i['n_pass']}/{i['n_total']}", _counts(i["counts"])]
                        for lib, i in model["libraries"].items()], ["library", "pass rate", "pass/total", "outcomes"]))
@@ -260,7 +279,7 @@ class _Budget:
             self.add(item)
 
 
-def render_summary(loaded: Loaded, model: dict, the_diff: Diff | None = None, *, out_dir: Path | str = "reports",
+def render_summary(loaded: Loaded, model: dict, the_diff: Diff | None = None, *,
                    report_url: str | None = None, limit: int = SUMMARY_LIMIT) -> str:
     """summary.md: the pass rate per library and per transform, every cell that changed against the baseline (when
     diffing) and where the full report is, in under ``limit`` UTF-8 bytes whatever the input: a list that does not
@@ -270,15 +289,17 @@ def render_summary(loaded: Loaded, model: dict, the_diff: Diff | None = None, *,
     s = model["summary"]
     rate = f" ({100 * s['n_pass'] / s['n_total']:.1f}%)" if s["n_total"] else ""
     url = md_url(report_url) if report_url else None
-    where = (f"[matrix.html]({url})" if url else md_code(str(Path(out_dir) / "matrix.html")) + " (interactive)")
+    # Links relative to summary.md, which is written beside them: they work in the repository and in an artifact.
+    where = f"[matrix.html]({url})" if url else "[matrix.html](matrix.html) (interactive)"
     doc.add("# Conformance summary", "",
             f"{len(loaded.rows)} checks from {len(model['runs'])} run(s), generated {md_text(model['generated'])}: "
             f"pass {s['n_pass']}/{s['n_total']}{rate} (skips excluded); {_counts(s['counts'])}.", "",
             "Outcomes: " + " · ".join(f"{SYMBOLS[o]} {o}" for o in WORST_FIRST) + ".", "",
-            f"Full report: {where}; every cell in {md_code(str(Path(out_dir) / 'matrix.md'))}, the data in "
-            f"{md_code(str(Path(out_dir) / 'matrix.json'))}"
-            + (f", every change in {md_code(str(Path(out_dir) / 'diff.md'))}" if the_diff is not None else "") + ".",
-            "")
+            f"Full report: {where}; every cell in [matrix.md](matrix.md), the data in [matrix.json](matrix.json)"
+            + (", every change in [diff.md](diff.md)" if the_diff is not None else "") + ".", "",
+            (f"Compared against: {md_code(_short(the_diff.against))}." if the_diff is not None else
+             "Compared against: nothing (no --diff-against given: no changed-cells section)."), "")
+    doc.add(*sources_markdown(model, limit=10))
     if model.get("mixed_suite_versions"):
         doc.add(f"**Mixed suite versions:** {md_text(_short(model['mixed_suite_versions'], 1500))}.", "")
     if model["problems"]:

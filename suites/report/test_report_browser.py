@@ -104,3 +104,78 @@ def test_screenshot_of_the_page_with_a_cell_open(page, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.stat().st_size > 10_000
     assert console_lines(done.stderr) == []
+
+
+COPY_TRANSFORMS = ("deepcopy", "deepcopy_used", "pickle", "pickle_used", "state_dict")
+#: library -> (passing checks under copy transforms, failing ones, passing eager checks): "alpha" passes most checks
+#: overall, "beta" fails least under copy transforms, "<gamma>" tests the escaping of a library's name
+LIBRARIES = {"alpha": (2, 3, 40), "beta": (4, 1, 2), "<gamma>": (1, 4, 10)}
+
+
+@pytest.fixture(scope="module")
+def rates_page(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("rates")
+    records = []
+    for library, (passing, failing, eager) in LIBRARIES.items():
+        outcomes = ["pass"] * passing + ["fail"] * failing
+        for i, outcome in enumerate(outcomes):
+            records.append(record(f"{library}.Layer", COPY_TRANSFORMS[i % 5], f"check_{i}", outcome, library=library,
+                                  cause=None if outcome == "pass" else "state-lost"))
+        records += [record(f"{library}.Layer", "eager", f"check_{i}", "pass", library=library) for i in range(eager)]
+        records.append(record(f"{library}.Layer", "pickle", "skipped_check", "skip", library=library))
+    write(tmp / "results" / "gw0.jsonl", records)
+    earlier = record("alpha.Layer", "eager", "check_0", "fail", library="alpha")
+    earlier["library_version"] = "0.1"  # a record of an earlier release: the history view
+    history = write(tmp / "history" / "alpha-0.1.jsonl", [earlier])
+    assert main(["--results", str(tmp / "results"), "--history", str(history.parent), "--out", str(tmp / "out"),
+                 "--no-run", "--quiet", "--no-bench"]) == 0
+    return tmp / "out" / "matrix.html"
+
+
+def dump_dom(tmp_path: Path, url: str) -> str:
+    done = run_chromium(tmp_path, url, "--virtual-time-budget=5000", "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert console_lines(done.stderr) == []
+    return done.stdout
+
+
+def rates_shown(dom: str, table: str, key: str) -> dict[str, tuple[int, int]]:
+    body = re.search(rf'<table class="list" id="{table}">.*?<tbody>(.*?)</tbody>', dom, re.S).group(1)
+    return {html.unescape(name): (int(passing), int(total)) for name, passing, total in
+            re.findall(rf'<tr data-{key}="([^"]*)" data-pass="(\d+)" data-total="(\d+)">', body)}
+
+
+def fewest_failures(rates: dict[str, tuple[int, int]]) -> str:
+    return max(rates, key=lambda library: rates[library][0] / rates[library][1])
+
+
+def test_which_library_fails_least_under_copy_transforms_from_the_filtered_pass_rates(rates_page, tmp_path):
+    data = json.loads((rates_page.parent / "matrix.json").read_text(encoding="utf-8"))
+    expected: dict[str, list[int]] = {}
+    for check in data["checks"]:
+        if check["transform"] in COPY_TRANSFORMS and check["outcome"] != "skip":
+            counts = expected.setdefault(check["library"], [0, 0])
+            counts[0] += check["outcome"] == "pass"
+            counts[1] += 1
+    answer = fewest_failures({library: tuple(c) for library, c in expected.items()})
+    assert answer == "beta"
+
+    dom = dump_dom(tmp_path, rates_page.as_uri() + "#transform=" + ",".join(COPY_TRANSFORMS))
+    shown = rates_shown(dom, "rates-library", "library")
+    assert shown == {library: tuple(c) for library, c in expected.items()}
+    assert fewest_failures(shown) == answer
+    assert set(rates_shown(dom, "rates-transform", "transform")) == set(COPY_TRANSFORMS)
+    scope = html.unescape(re.search(r'<p class="muted" id="rates-scope">(.*?)</p>', dom, re.S).group(1))
+    assert "transform=" + ",".join(COPY_TRANSFORMS) in scope
+    assert "&lt;gamma&gt;" in dom and "<gamma>" not in dom  # a library's name is text, never markup
+
+    unfiltered = rates_shown(dump_dom(tmp_path, rates_page.as_uri()), "rates-library", "library")
+    assert fewest_failures(unfiltered) == "alpha"  # without the filter the answer differs: the rates follow it
+
+
+@pytest.mark.parametrize("section", ["history", "summary"])
+def test_a_section_anchor_in_the_address_scrolls_to_it_after_the_page_is_rendered(rates_page, tmp_path, section):
+    dom = dump_dom(tmp_path, rates_page.as_uri() + f"#{section}&selftest")
+    result = json.loads(html.unescape(re.search(r'<pre id="selftest">(.*?)</pre>', dom, re.S).group(1)))
+    assert result["errors"] == [] and result["anchor"] == section
+    assert result["scroll_y"] > 0 and 0 <= result["anchor_top"] <= 120, result  # at the top, below the controls
