@@ -193,9 +193,14 @@ def suite_description() -> dict:
 
 
 def missing_requirement(names: Iterable[str]) -> str | None:
-    """The first importable module among ``names`` that is not installed, or None."""
+    """The first importable module among ``names`` that is not installed, or None. A dotted name under a namespace
+    package (``optimum.quanto``: ``optimum`` holds no code of its own, other distributions share it) is looked up
+    whole; other names by their top-level package, whose import may run code."""
     for name in names:
-        if importlib.util.find_spec(name.split(".")[0]) is None:
+        top = importlib.util.find_spec(name.split(".")[0])
+        if top is None:
+            return name
+        if "." in name and top.origin is None and importlib.util.find_spec(name) is None:
             return name
     return None
 
@@ -283,10 +288,41 @@ def in_release(library: str, pattern: str) -> bool:
     return release is not None and fnmatch.fnmatchcase(release, pattern)
 
 
+@lru_cache(maxsize=None)
+def cpu_features() -> frozenset[str]:
+    """This machine's CPU feature flags (Linux: the ``flags`` line of /proc/cpuinfo), and ``torch:<capability>``:
+    the kernel set torch dispatches to, ``torch.backends.cpu.get_cpu_capability()`` lowercased (``torch:avx512``,
+    ``torch:avx2``, ...), which libraries such as bitsandbytes follow."""
+    flags = {f"torch:{torch.backends.cpu.get_cpu_capability().lower()}"}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            line = next((line for line in info if line.startswith(("flags", "Features"))), "")
+        flags.update(line.split(":", 1)[1].split() if ":" in line else ())
+    except OSError:
+        pass
+    return frozenset(flags)
+
+
+def for_this_cpu(entry: Known) -> bool:
+    """Whether a known failure applies to this machine's CPU (its ``cpu`` glob matches one of its feature flags)."""
+    return entry.cpu == "*" or any(fnmatch.fnmatchcase(flag, entry.cpu) for flag in cpu_features())
+
+
 def for_this_release(entry: Known, subject: Subject) -> bool:
-    """Whether a known failure applies to the installed torch and library releases (its ``torch`` and ``releases``
-    globs)."""
-    return for_this_torch(entry) and in_release(subject.library, entry.releases)
+    """Whether a known failure applies to the installed torch and library releases and to this CPU (its ``torch``,
+    ``releases`` and ``cpu`` globs)."""
+    return for_this_torch(entry) and in_release(subject.library, entry.releases) and for_this_cpu(entry)
+
+
+def depends_on_cpu(cell: Cell) -> bool:
+    """Whether a known failure declared for some CPU features only (``Known.cpu``) covers ``cell``: its outcome
+    then depends on the machine's CPU (an unknown subject or transform: False)."""
+    subject, transform = subjects().get(cell.subject), transforms().get(cell.transform)
+    if subject is None or transform is None:
+        return False
+    return any(entry.cpu != "*" and fnmatch.fnmatchcase(cell.transform, entry.transform)
+               and fnmatch.fnmatchcase(cell.check, entry.check) and fnmatch.fnmatchcase(cell.device, entry.device)
+               and fnmatch.fnmatchcase(cell.dtype, entry.dtype) for entry in known_entries(subject, transform))
 
 
 def _covers(entry: Known, cell: Cell, subject: Subject) -> bool:

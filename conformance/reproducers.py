@@ -195,6 +195,9 @@ def skip_reason(script: Script, text: str) -> str:
     if script.claims and not any(registry.for_this_torch(c.known) for c in script.claims):
         globs = sorted({c.known.torch for c in script.claims})
         return f"its entries apply to torch {', '.join(globs)}, this is {torch.__version__}"
+    if script.claims and not any(registry.for_this_cpu(c.known) for c in script.claims):
+        globs = sorted({c.known.cpu for c in script.claims})
+        return f"its entries apply to CPUs with {', '.join(globs)}, which this one lacks"
     if script.claims and not any(registry.in_release(script.library, c.known.releases) for c in script.claims):
         globs = sorted({c.known.releases for c in script.claims})
         return (f"its entries apply to {script.library} {', '.join(globs)}, this is "

@@ -310,13 +310,35 @@ def weight_only_linear(x: torch.Tensor, codes: torch.Tensor, bias: torch.Tensor 
     return torch.nn.functional.linear(x, weight, None if bias is None else bias.to(x.dtype))
 
 
+def symmetric_weight_only_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+                                 quant_min: int = -128, quant_max: int = 127,
+                                 eps: float = float(torch.finfo(torch.float32).eps)) -> torch.Tensor:
+    """A weight-only quantized linear layer built from a float ``weight`` (torchao's ``Int8WeightOnlyConfig`` and
+    ``IntxWeightOnlyConfig`` defaults: int8, symmetric, one scale per output channel).
+
+    Forward:  ``(s_w, 0) = choose_qparams(weight, quant_min, quant_max, symmetric=True, dim=0, eps=eps)`` (``s_w =
+              max(max |row| / ((quant_max - quant_min) / 2), eps)``: for int8, ``max |row| / 127.5``, so the row's
+              largest magnitude lands on the tie ``+-127.5``: rounded half to even to 128 and clamped to 127, or to
+              -128), codes ``quantize(weight, s_w, axis=0)``, then :func:`weight_only_linear` (``x @ W.T + bias``).
+    Backward: autograd through the matmul: ``dL/dx = dL/dy @ W``, ``dL/dbias = sum(dL/dy)``; the weight is a
+              constant (its codes carry no gradient).
+    Dtype:    follows ``x``.
+    Shape:    ``x (..., K)``, ``weight (N, K)``, ``bias (N,)`` -> ``(..., N)``.
+    """
+    w = weight.detach().to(torch.float32)  # torchao quantizes the float32 weight: x * inv_scale rounds in float32
+    scale, _ = choose_qparams(w, quant_min=quant_min, quant_max=quant_max, symmetric=True, dim=0, eps=eps)
+    codes = quantize(w, scale=scale, quant_min=quant_min, quant_max=quant_max, axis=0)
+    return weight_only_linear(x, codes, bias, scale=scale, axis=0)
+
+
 def dynamic_quantized_linear(x: torch.Tensor, codes: torch.Tensor, bias: torch.Tensor | None = None, *,
                              weight_scale: Sequence[float] | float, weight_zero_point=0, weight_axis: int | None = None,
                              quant_min: int, quant_max: int, symmetric: bool, per_token: bool) -> torch.Tensor:
     """A linear layer with an integer weight and the activation quantized on the fly (dynamic quantization).
 
     Forward:  ``(s_x, z_x) = choose_qparams(x, quant_min, quant_max, symmetric)`` per tensor, or per token (each
-              row of ``x``, ``per_token``); ``q_x = quantize(x, s_x, z_x)``; the integer product
+              row of ``x``, ``per_token``); ``q_x = quantize(x, s_x, z_x)`` (per token from ``float32(x)`` in float32
+              arithmetic, as torchao's ``quantize_affine``; per tensor in float64); the integer product
               ``acc = (q_x - z_x) @ (codes - z_w).T`` exactly (integers, summed in float64), rescaled: ``y = acc * s_x * s_w + bias``
               (``s_w``, ``z_w`` per tensor or per output channel, ``weight_axis=0``). No gradient (a quantized
               inference op).
@@ -327,7 +349,9 @@ def dynamic_quantized_linear(x: torch.Tensor, codes: torch.Tensor, bias: torch.T
     xd = x.detach().reshape(-1, x.shape[-1])
     sx, zx = choose_qparams(xd, quant_min=quant_min, quant_max=quant_max, symmetric=symmetric,
                             dim=0 if per_token else None)
-    qx = quantize(xd.to(torch.float64), scale=sx.to(torch.float32), zero_point=zx, quant_min=quant_min,
+    # per token (torchao), the float32 activation is quantized in float32 arithmetic; per tensor in float64
+    qx = quantize(xd.to(torch.float32 if per_token else torch.float64), scale=sx.to(torch.float32), zero_point=zx,
+                  quant_min=quant_min,
                   quant_max=quant_max, axis=0 if per_token else None).to(torch.int64)
     shift = zx.to(torch.int64).reshape(-1, 1) if per_token else zx.to(torch.int64)
     w = codes.to(torch.int64)
@@ -345,12 +369,13 @@ def dynamic_quantized_linear(x: torch.Tensor, codes: torch.Tensor, bias: torch.T
 
 def dynamic_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *, quant_min: int = 0,
                    quant_max: int = 127, symmetric: bool = False, per_token: bool = False, weight_quant_min: int = -128,
-                   weight_quant_max: int = 127) -> torch.Tensor:
+                   weight_quant_max: int = 127, weight_axis: int | None = None) -> torch.Tensor:
     """A dynamically quantized linear layer built from a float ``weight`` (``torch.ao.nn.quantized.dynamic.Linear``
     with the default dynamic qconfig).
 
     Forward:  the weight is quantized once, symmetric per tensor: ``(s_w, 0) = choose_qparams(weight,
-              weight_quant_min, weight_quant_max, symmetric=True)`` (the default ``MinMaxObserver``, qint8), codes
+              weight_quant_min, weight_quant_max, symmetric=True)`` (the default ``MinMaxObserver``, qint8), or per
+              output channel with ``weight_axis=0`` (torchao's ``Int8DynamicActivationInt8WeightConfig``), codes
               ``quantize(weight, s_w, 0, zero_point_first=True)`` (``torch.quantize_per_tensor``); then
               :func:`dynamic_quantized_linear` with the activation range ``quant_min..quant_max`` (fbgemm's
               ``reduce_range``: 0..127), asymmetric, per tensor unless ``per_token``.
@@ -360,8 +385,84 @@ def dynamic_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
               spans the batch: not per-sample.
     """
     w = weight.detach()
-    scale, zero_point = choose_qparams(w, quant_min=weight_quant_min, quant_max=weight_quant_max, symmetric=True)
+    scale, zero_point = choose_qparams(w, quant_min=weight_quant_min, quant_max=weight_quant_max, symmetric=True,
+                                       dim=weight_axis)
     codes = quantize(w, scale=scale, zero_point=zero_point, quant_min=weight_quant_min, quant_max=weight_quant_max,
-                     zero_point_first=True)
+                     axis=weight_axis, zero_point_first=True)
     return dynamic_quantized_linear(x, codes, bias, weight_scale=scale, weight_zero_point=zero_point,
-                                    quant_min=quant_min, quant_max=quant_max, symmetric=symmetric, per_token=per_token)
+                                    weight_axis=weight_axis, quant_min=quant_min, quant_max=quant_max,
+                                    symmetric=symmetric, per_token=per_token)
+
+
+# ----------------------------------------------------------------------------------------------- weights by min/max
+
+def _weight_rows(weight: torch.Tensor, group_size: int | None) -> torch.Tensor:
+    """The weight as rows that each get one scale: its output channels ``(N, K)``, or its groups of ``group_size``
+    consecutive elements along the input dim ``(N * K // group_size, group_size)``."""
+    if weight.dim() != 2:
+        raise ValueError(f"weight must be (out_features, in_features), got shape {tuple(weight.shape)}")
+    _check_granularity(weight, None, group_size)
+    return weight if group_size is None else weight.reshape(-1, group_size)
+
+
+def minmax_weight_qparams(weight: torch.Tensor, *, bits: int, symmetric: bool,
+                          group_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(scale, shift)`` of each row of :func:`_weight_rows` (shape ``(rows, 1)``, float32), by the range of the row
+    (the rule of optimum-quanto's ``AbsmaxOptimizer`` and ``MaxOptimizer``), all in float32:
+    symmetric: ``scale = max|row| / (2**(bits-1) - 1)``, no shift; asymmetric: ``scale = (max row - min row) /
+    (2**bits - 1)`` and the float ``shift = -min row`` (the row's minimum lands on code 0)."""
+    _validate.integer("bits", bits, min_value=2, max_value=8)
+    if symmetric and group_size is not None:
+        raise ValueError("symmetric weights are quantized per output channel: group_size must be None")
+    rows = _weight_rows(weight.detach().to(torch.float32), group_size)
+    if symmetric:
+        return rows.abs().amax(dim=1, keepdim=True) / (2 ** (bits - 1) - 1), None
+    low, high = rows.amin(dim=1, keepdim=True), rows.amax(dim=1, keepdim=True)
+    return (high - low) / (2 ** bits - 1), -low
+
+
+def minmax_fake_quantize_weight(weight: torch.Tensor, *, bits: int, symmetric: bool,
+                                group_size: int | None = None) -> torch.Tensor:
+    """The weight quantized by its range and dequantized again, in float32 (optimum-quanto's ``quantize_weight`` of a
+    float32 weight, then ``dequantize()``).
+
+    Forward:  with ``(scale, shift) = minmax_weight_qparams(...)`` per row (division, not a multiplication by an
+              inverse; round half to even), symmetric: ``q = clamp(round(w / scale), -2**(bits-1), 2**(bits-1) - 1)``,
+              ``w' = scale * q``; asymmetric: ``q = clamp(round((w + shift) / scale), 0, 2**bits - 1)``,
+              ``w' = scale * q - shift``. A row whose scale is 0 (all zeros, or all equal when asymmetric) has codes
+              0, so ``w'`` is the row itself (quanto's ``0 / 0`` is NaN, which its integer cast makes 0).
+    Backward: none here (see :func:`minmax_weight_linear`).
+    Dtype:    float32, whatever ``weight``'s dtype.
+    Shape:    same as ``weight`` ``(N, K)``; ``group_size`` divides ``K``.
+    """
+    scale, shift = minmax_weight_qparams(weight, bits=bits, symmetric=symmetric, group_size=group_size)
+    rows = _weight_rows(weight.detach().to(torch.float32), group_size)
+    if symmetric:
+        codes = torch.clamp(torch.round(rows / scale), -2 ** (bits - 1), 2 ** (bits - 1) - 1)
+    else:
+        codes = torch.clamp(torch.round((rows + shift) / scale), 0, 2 ** bits - 1)
+    codes = torch.where(scale == 0, torch.zeros_like(codes), codes)
+    value = scale * codes if symmetric else scale * codes - shift
+    return value.reshape(weight.shape)
+
+
+def minmax_weight_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *, bits: int,
+                         symmetric: bool, group_size: int | None = None) -> torch.Tensor:
+    """A linear layer whose float weight is quantized by its range on every call (optimum-quanto's ``QLinear`` with
+    quantized weights, before and after ``freeze()``).
+
+    Forward:  ``y = x @ W'.T + bias`` with ``W' = minmax_fake_quantize_weight(weight, bits, symmetric, group_size)``
+              (per output channel, or per group of ``group_size`` along the input dim).
+    Backward: straight through the weight's quantization (quanto's quantizers return the incoming gradient):
+              ``dL/dx = dL/dy @ W'``, ``dL/dweight = dL/dy.T @ x`` (summed over the leading dims), ``dL/dbias =
+              sum(dL/dy)``.
+    Dtype:    follows ``x``; ``W'`` is computed in float32 (the weight's dtype in quanto's float32 layers) and the
+              product summed in ``x``'s dtype, at least float32 (``W'`` is never rounded to bfloat16), then cast.
+    Shape:    ``x (..., K)``, ``weight (N, K)``, ``bias (N,)`` -> ``(..., N)``.
+    """
+    quantized = minmax_fake_quantize_weight(weight, bits=bits, symmetric=symmetric, group_size=group_size)
+    wide = torch.promote_types(_wide(x), weight.dtype)
+    w = weight.to(wide)
+    straight_through = w + (quantized.to(wide) - w).detach()
+    y = torch.nn.functional.linear(x.to(wide), straight_through, None if bias is None else bias.to(wide))
+    return y.to(x.dtype)

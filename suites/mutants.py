@@ -16,7 +16,7 @@ from torch import nn
 
 from conformance.core.types import CallProtocol, Example, Subject
 from conformance.subjects.reference import SpecModule
-from qsnn_reference import neurons, packing, quant, surrogate
+from qsnn_reference import fp8, neurons, packing, quant, surrogate
 
 
 class Mutant(NamedTuple):
@@ -109,6 +109,18 @@ class _PassesFarInputs(torch.autograd.Function):
         (x,) = ctx.saved_tensors
         right = surrogate.fast_sigmoid_grad(x, alpha=ctx.alpha)
         return grad * torch.where(x.abs() > 10, torch.ones_like(x), right), None
+
+
+class SurrogateInFloat32(nn.Module):
+    """fast_sigmoid computed in float32 whatever the input's dtype, the result cast back: right to float32's
+    precision, wrong for a float64 cell."""
+
+    def __init__(self, hyper):
+        super().__init__()
+        self.hyper = dict(hyper)
+
+    def forward(self, x):
+        return surrogate.fast_sigmoid(x.float(), **self.hyper).to(x.dtype)
 
 
 class WrongFarFromThreshold(nn.Module):
@@ -258,6 +270,24 @@ class ForgetsStateWhenCopied(PersistentLeaky):
         return super().forward(x)
 
 
+class DropsHeldStateWhenCopied(PersistentLeaky):
+    """Its ``__getstate__`` leaves the held membrane out (deepcopy and pickle go through it): a copy taken in the middle
+    of a sequence starts the rest of it from rest, while a copy of a reset module is exact."""
+
+    def __getstate__(self):
+        return {**super().__getstate__(), "mem": None}
+
+
+class TakesStateFromOriginal(PersistentLeaky):
+    """Its ``__getstate__`` hands the held membrane to the copy and resets its own (a snapshot that moves the state):
+    the copy continues the sequence, the original restarts it from rest."""
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        self.mem = None
+        return state
+
+
 class BreaksGraphOnceUsed(PersistentLeaky):
     """Counts its resets (state its reset leaves, as a calibration counter does) and, once reset before, takes a side
     path that prints: compiled after use, its graph breaks where a fresh module's does not."""
@@ -311,6 +341,37 @@ class StoresInput(nn.Module):
 
     def forward(self, x):
         self.last_input = x
+        return quant.sign_ste(x, zero_value=1.0)
+
+
+class _InputLog:
+    """A plain object a layer keeps its inputs in (a cache, a recorder)."""
+
+    def __init__(self):
+        self.entries: dict[str, list[torch.Tensor]] = {"inputs": []}
+
+
+class StoresInputOutOfSight(nn.Module):
+    """Keeps the last input in a plain object under a private attribute (``self._log.entries['inputs'][-1]``), where a
+    walk of the module's public tensor attributes does not look: a vmap leaves a batched tensor there."""
+
+    def __init__(self):
+        super().__init__()
+        self._log = _InputLog()
+
+    def forward(self, x):
+        self._log.entries["inputs"][:] = [x]
+        return quant.sign_ste(x, zero_value=1.0)
+
+
+class StoresInputOnClass(nn.Module):
+    """Keeps the last input in a dict held by the class, shared by every instance: a vmap leaves a batched tensor
+    there."""
+
+    last: dict[str, torch.Tensor] = {}
+
+    def forward(self, x):
+        type(self).last["input"] = x
         return quant.sign_ste(x, zero_value=1.0)
 
 
@@ -490,6 +551,20 @@ class SharesDefaultScale(nn.Module):
         return quant.sign_ste(x, zero_value=1.0) * self.scale
 
 
+class SharesClassScale(nn.Module):
+    """A sign layer whose output scale is a tensor its class holds, in a settings object: every instance computes with
+    that one tensor, and an in-place change to one layer's scale changes every layer's output."""
+
+    class _Settings:
+        def __init__(self):
+            self.scale = torch.ones(())
+
+    settings = _Settings()
+
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=1.0) * self.settings.scale
+
+
 @dataclasses.dataclass
 class ZeroValue:
     value: float = 1.0
@@ -577,6 +652,66 @@ class FakeQuantizeTiesUp(nn.Module):
         y = (q.clamp(h["quant_min"], h["quant_max"]) - h["zero_point"]) * scale
         inside = (q >= h["quant_min"]) & (q <= h["quant_max"])
         return y.detach() + torch.where(inside, x - x.detach(), torch.zeros_like(x))
+
+
+class MinmaxWeightLinear(nn.Module):
+    """``affine.minmax_weight_linear`` with one defect: ``integer_zero_point`` rounds the shift to an integer code
+    (quanto's optional ``zeropoint=True``) where the float shift is spec'd, or ``straight_through=False`` gives the
+    weight no gradient (the quantized weight detached) where the straight-through one is spec'd."""
+
+    def __init__(self, example: Example, *, integer_zero_point: bool = False, straight_through: bool = True):
+        super().__init__()
+        self.weight = nn.Parameter(example.params["weight"].clone())
+        self.bias = nn.Parameter(example.params["bias"].clone())
+        self.hyper = dict(example.hyper)
+        self.integer_zero_point, self.straight_through = integer_zero_point, straight_through
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from qsnn_reference import affine
+
+        h = self.hyper
+        quantized = affine.minmax_fake_quantize_weight(self.weight, **h)
+        if self.integer_zero_point:
+            scale, shift = affine.minmax_weight_qparams(self.weight, **h)
+            rows = self.weight.detach().float().reshape(scale.shape[0], -1)
+            zero_point = torch.round(shift / scale)
+            codes = torch.clamp(torch.round(rows / scale) + zero_point, 0, 2 ** h["bits"] - 1)
+            quantized = (scale * (codes - zero_point)).reshape(self.weight.shape)
+        weight = self.weight + (quantized.to(self.weight.dtype) - self.weight).detach()
+        return nn.functional.linear(x, weight if self.straight_through else weight.detach(), self.bias)
+
+
+class Linear4bitDefect(nn.Module):
+    """``blockwise.linear_4bit`` with one defect: ``code_off_by_one`` holds the code book's second-largest entry one
+    code down (NF4's 0.7230 read as 0.5626), or ``offset_dropped`` double-quantizes the absmax without subtracting
+    (and adding back) their mean, as a port that skips the offset would."""
+
+    def __init__(self, example: Example, *, code_off_by_one: bool = False, offset_dropped: bool = False):
+        super().__init__()
+        self.weight = nn.Parameter(example.params["weight"].clone(), requires_grad=False)
+        self.bias = nn.Parameter(example.params["bias"].clone())
+        self.hyper = dict(example.hyper)
+        self.code_off_by_one, self.offset_dropped = code_off_by_one, offset_dropped
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from qsnn_reference import blockwise
+
+        h = self.hyper
+        code = blockwise.code_book(h["quant_type"])
+        if self.code_off_by_one:
+            ordered = torch.sort(code).values
+            code = torch.where(code == ordered[-2], ordered[-3], code)
+        flat = self.weight.detach().reshape(-1).float()
+        absmax, scaled = blockwise._blocks(flat, h["blocksize"])
+        ordered = torch.sort(code).values
+        values = ordered[blockwise._nearest_sorted(scaled, ordered)]
+        if h["compress_statistics"] and self.offset_dropped:
+            codes, scales = blockwise.quantize_8bit_blockwise(absmax)
+            absmax = blockwise.dequantize_8bit_blockwise(codes, scales)
+        elif h["compress_statistics"]:
+            absmax = blockwise.double_quantized_absmax(absmax)
+        weight = (values * absmax.repeat_interleave(h["blocksize"])[: flat.numel()]).reshape(self.weight.shape)
+        return nn.functional.linear(x, weight.to(x.dtype), self.bias.to(x.dtype))
 
 
 class LsqWithIdleDither(nn.Module):
@@ -741,6 +876,16 @@ class UnpicklableOnceUsed(nn.Module):
         return quant.sign_ste(x, zero_value=1.0)
 
 
+class DecayAsBuffer(SpecModule):
+    """A leaky neuron whose decay, which the subject declares trainable, is a registered buffer: computed right, and no
+    gradient can reach it."""
+
+    def __init__(self, example: Example):
+        super().__init__(neurons.leaky, example.params, example.hyper)
+        beta = self._parameters.pop("beta")
+        self.register_buffer("beta", beta.detach())
+
+
 class KeepsFirstParameters(PersistentLeaky):
     """Takes its parameters at the first call and keeps those tensors (a cache filled once): a fresh module under
     functional_call keeps the tensors it was lent, and a used one goes on computing with its own first parameters
@@ -750,6 +895,80 @@ class KeepsFirstParameters(PersistentLeaky):
         if not hasattr(self, "kept"):
             self.kept = super().step_parameters()
         return self.kept
+
+
+class IgnoresThresholdOnLoad(SpecModule):
+    """A ``_load_from_state_dict`` that keeps its own threshold whatever the state_dict holds (a key silently
+    ignored): a strict load raises nothing and the loaded module computes with the value it was built with."""
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        state_dict[prefix + "threshold"] = self.threshold.detach().clone()
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+class CopiesOnAssign(SpecModule):
+    """A ``_load_from_state_dict`` that copies into its own parameters even under ``assign=True`` (it drops the
+    flag): the module computes right, but holds none of the loaded tensors (a subclass weight would be lost)."""
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, dict(local_metadata, assign_to_params_buffers=False),
+                                      *args, **kwargs)
+
+
+class TiedThreshold(SpecModule):
+    """Its threshold also held as a second parameter over the same memory (tied weights): torch.save keeps the
+    sharing, safetensors refuses to write shared tensors. Built in float32 (the cell's dtype): a conversion would
+    untie them."""
+
+    def __init__(self, example: Example):
+        super().__init__(neurons.leaky, {k: v.float() for k, v in example.params.items()}, example.hyper)
+        self.threshold_alias = nn.Parameter(self.threshold.data)
+
+
+class _Setting:
+    """A plain object kept in the state_dict (extra state): not among torch.load(weights_only=True)'s globals."""
+
+    def __init__(self, zero_value: float):
+        self.zero_value = zero_value
+
+
+class SettingInExtraState(nn.Module):
+    """A sign layer that saves its setting as an object of its own class in the state_dict (``get_extra_state``):
+    ``torch.load(weights_only=True)``, torch's default since 2.6, refuses to read it back."""
+
+    def __init__(self):
+        super().__init__()
+        self.setting = _Setting(1.0)
+
+    def get_extra_state(self):
+        return self.setting
+
+    def set_extra_state(self, state):
+        self.setting = state
+
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=self.setting.zero_value)
+
+
+class ScaleNotFollowingTo(nn.Module):
+    """A sign layer whose output scale is a plain tensor attribute (not a buffer): ``.double()`` and ``.half()``
+    leave it in float32."""
+
+    def __init__(self):
+        super().__init__()
+        self.scales = [torch.ones(())]
+
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=1.0) * self.scales[0]
+
+
+class TakesFloat32Only(nn.Module):
+    """A sign layer whose forward refuses any input but float32 (a float32-only kernel) without declaring it."""
+
+    def forward(self, x):
+        if x.dtype != torch.float32:
+            raise TypeError(f"takes float32 input, got {x.dtype}")
+        return quant.sign_ste(x, zero_value=1.0)
 
 
 def _subject(name: str, spec: str, build, *, fixed=None, param_map=None, protocol=None) -> Subject:
@@ -859,6 +1078,8 @@ NIR_CONTROL = _toy_subject("nir_toy")
 
 _SIGN = {"zero_value": 1.0}
 _LEAKY = {"reset_mechanism": "subtract", "reset_delay": True, "surrogate": "fast_sigmoid", "time_dim": 0}
+_MINMAX_INT4 = {"bits": 4, "symmetric": False, "group_size": 4}
+_NF4_DOUBLE_QUANT = {"quant_type": "nf4", "compress_statistics": True, "blocksize": 64}
 
 
 def _persistent(name: str, module) -> Subject:
@@ -897,6 +1118,32 @@ MUTANTS: tuple[Mutant, ...] = (
            "eager", "forward_matches_spec", "forward-mismatch", "ties rounded up where half-to-even is spec'd"),
     Mutant(_subject("fake_quantize_ties_up", "affine.fake_quantize", FakeQuantizeTiesUp, fixed={"axis": None}),
            "eager", "forward_matches_spec", "forward-mismatch", "fake quantization rounding .5 ties up, not to even"),
+    Mutant(_subject("fp8_scale_without_floor", "fp8.weight_only_linear",
+                    lambda ex: SpecModule(fp8.weight_only_linear, ex.params, {**ex.hyper, "eps": 0.0}),
+                    param_map={"bias": "bias"}),
+           "eager", "forward_matches_spec", "forward-mismatch",
+           "the fp8 weight's scale amax / max_finite with no lower bound (torchao's rule): a zero row's codes are "
+           "0 / 0 = NaN"),
+    Mutant(_subject("minmax_integer_zero_point", "affine.minmax_weight_linear",
+                    lambda ex: MinmaxWeightLinear(ex, integer_zero_point=True), fixed=_MINMAX_INT4,
+                    param_map={"weight": "weight", "bias": "bias"}),
+           "eager", "forward_matches_spec", "forward-mismatch",
+           "int4 weights with the shift rounded to an integer zero point, where the float shift is spec'd"),
+    Mutant(_subject("minmax_weight_without_ste", "affine.minmax_weight_linear",
+                    lambda ex: MinmaxWeightLinear(ex, straight_through=False), fixed=_MINMAX_INT4,
+                    param_map={"weight": "weight", "bias": "bias"}),
+           "eager", "grad_matches_spec", "grad-mismatch",
+           "the quantized weight detached: no gradient for the float weight, where straight through is spec'd"),
+    Mutant(_subject("nf4_code_off_by_one", "blockwise.linear_4bit",
+                    lambda ex: Linear4bitDefect(ex, code_off_by_one=True), fixed=_NF4_DOUBLE_QUANT,
+                    param_map={"bias": "bias"}),
+           "eager", "forward_matches_spec", "forward-mismatch",
+           "an NF4 code book entry one code off (0.7230 read as 0.5626)"),
+    Mutant(_subject("double_quant_without_offset", "blockwise.linear_4bit",
+                    lambda ex: Linear4bitDefect(ex, offset_dropped=True), fixed=_NF4_DOUBLE_QUANT,
+                    param_map={"bias": "bias"}),
+           "eager", "forward_matches_spec", "forward-mismatch",
+           "the absmax double-quantized without the mean offset, where bitsandbytes subtracts and adds it back"),
     Mutant(_subject("sign_by_division", "quant.binarize_weight", SignByDivision),
            "eager", "forward_matches_spec", "forward-mismatch", "sign(0) as 0 / 0 = NaN"),
     Mutant(_subject("lsq_rounds_half_away", "quant.lsq", LsqHalfAway, param_map={"step": "step"}),
@@ -906,6 +1153,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "eager", "forward_matches_spec", "forward-mismatch", "reset from the current instead of the previous step"),
     Mutant(_subject("wrong_surrogate_slope", "surrogate.fast_sigmoid", lambda ex: WrongSurrogateSlope(ex.hyper)),
            "eager", "grad_matches_spec", "grad-mismatch", "surrogate slope halved"),
+    Mutant(_subject("surrogate_in_float32", "surrogate.fast_sigmoid", lambda ex: SurrogateInFloat32(ex.hyper)),
+           "eager", "grad_matches_spec", "grad-mismatch", "computes in float32 in a float64 cell", "float64"),
     Mutant(_subject("wrong_far_from_threshold", "surrogate.fast_sigmoid",
                     lambda ex: WrongFarFromThreshold(ex.hyper), fixed={"strict": True}),
            "eager", "grad_matches_spec", "grad-mismatch", "surrogate gradient wrong only for |x| > 10"),
@@ -928,10 +1177,24 @@ MUTANTS: tuple[Mutant, ...] = (
            "between calls fed one step each)"),
     Mutant(_persistent("forgets_state_when_copied", ForgetsStateWhenCopied),
            "deepcopy", "preserves_forward", "state-lost-between-calls", "the copy resets its state on every call"),
+    Mutant(_persistent("drops_held_state_when_copied", DropsHeldStateWhenCopied),
+           "deepcopy", "continues_mid_sequence", "copy-lost-state",
+           "__getstate__ drops the held membrane: a copy taken mid-sequence restarts from rest"),
+    Mutant(_persistent("takes_state_from_original", TakesStateFromOriginal),
+           "pickle", "continues_mid_sequence", "copy-changed-original",
+           "__getstate__ moves the held membrane to the copy: the original restarts mid-sequence from rest"),
+    Mutant(_subject("decay_as_buffer", "neuron.leaky", DecayAsBuffer, fixed=dict(_LEAKY),
+                    param_map={"beta": "beta", "threshold": "threshold"}),
+           "eager", "grad_matches_spec", "parameter-not-trainable",
+           "the decay the subject declares trainable is a buffer"),
     Mutant(RETURNS_STATE_BUFFER,
            "eager", "returns_no_state", "output-aliases-state", "a submodule returns its own membrane buffer"),
     Mutant(_subject("stores_input", "quant.sign_ste", lambda ex: StoresInput(), fixed=_SIGN),
            "vmap", "no_state_leak", "state-leak", "hidden state mutated under vmap (batched tensor left behind)"),
+    Mutant(_subject("stores_input_out_of_sight", "quant.sign_ste", lambda ex: StoresInputOutOfSight(), fixed=_SIGN),
+           "vmap", "no_state_leak", "state-leak", "a batched tensor left in a plain object under a private attribute"),
+    Mutant(_subject("stores_input_on_class", "quant.sign_ste", lambda ex: StoresInputOnClass(), fixed=_SIGN),
+           "vmap", "no_state_leak", "state-leak", "a batched tensor left in a dict the class holds"),
     Mutant(_subject("leaves_global_hook", "quant.sign_ste", lambda ex: LeavesGlobalHook(), fixed=_SIGN),
            "functional_call", "no_state_leak", "state-leak", "a global module hook installed and left behind"),
     Mutant(_subject("marks_swapped_parameters", "neuron.leaky", MarksSwappedParameters, fixed=dict(_LEAKY),
@@ -979,6 +1242,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("shares_default_tensor", "quant.sign_ste", lambda ex: SharesDefaultScale(), fixed=_SIGN),
            "module_contract", "independent_builds", "tensor-shared-between-builds",
            "every instance's parameter wraps the one tensor its default argument made"),
+    Mutant(_subject("shares_class_tensor", "quant.sign_ste", lambda ex: SharesClassScale(), fixed=_SIGN),
+           "module_contract", "independent_builds", "tensor-shared-between-builds",
+           "every instance computes with the one scale tensor its class holds"),
     Mutant(_subject("shares_default_object", "quant.sign_ste", lambda ex: SharesDefaultSetting(), fixed=_SIGN),
            "module_contract", "independent_builds", "object-shared-between-builds",
            "every instance holds the one mutable setting its default argument made"),
@@ -1045,6 +1311,32 @@ MUTANTS: tuple[Mutant, ...] = (
            "draws random numbers in forward (a dither of amplitude 0), which vmap refuses"),
     Mutant(RETURNS_STATE_BUFFER, "forward_hooks_used", "preserves_grad", "inplace-modified-saved-tensor",
            "the membrane buffer a submodule returns is overwritten in place while backward still needs it"),
+    Mutant(_subject("ignores_threshold_on_load", "neuron.leaky", lambda ex: IgnoresThresholdOnLoad(
+                        neurons.leaky, ex.params, ex.hyper), fixed=dict(_LEAKY),
+                    param_map={"beta": "beta", "threshold": "threshold"}),
+           "save_load", "preserves_forward", "transform-changed-forward",
+           "a _load_from_state_dict that keeps its own threshold: the saved one is silently ignored"),
+    Mutant(_subject("copies_on_assign", "neuron.leaky", lambda ex: CopiesOnAssign(neurons.leaky, ex.params,
+                                                                                   ex.hyper), fixed=dict(_LEAKY),
+                    param_map={"beta": "beta", "threshold": "threshold"}),
+           "load_assign", "preserves_forward", "assign-not-loaded",
+           "a _load_from_state_dict that copies into its own parameters under assign=True"),
+    Mutant(_subject("tied_threshold", "neuron.leaky", TiedThreshold, fixed=dict(_LEAKY),
+                    param_map={"beta": "beta", "threshold": "threshold"}),
+           "safetensors", "preserves_forward", "safetensors-refused",
+           "two parameters over one memory (tied weights), which safetensors refuses to write"),
+    Mutant(_subject("setting_in_extra_state", "quant.sign_ste", lambda ex: SettingInExtraState(), fixed=_SIGN),
+           "save_load", "preserves_forward", "weights-only-load-failed",
+           "an object of its own class in the state_dict, which torch.load(weights_only=True) refuses"),
+    Mutant(_subject("scale_not_following_to", "quant.sign_ste", lambda ex: ScaleNotFollowingTo(), fixed=_SIGN),
+           "to_float64", "forward_matches_spec", "conversion-incomplete",
+           "a plain tensor attribute in a list that .double() leaves in float32"),
+    Mutant(_subject("takes_float32_only", "quant.sign_ste", lambda ex: TakesFloat32Only(), fixed=_SIGN),
+           "to_float64", "forward_matches_spec", "conversion-failed",
+           "a float32-only forward that refuses the converted module's input, not declared"),
+    Mutant(_subject("scale_not_following_half", "quant.sign_ste", lambda ex: ScaleNotFollowingTo(), fixed=_SIGN),
+           "half", "grad_matches_spec", "conversion-incomplete",
+           "a plain tensor attribute in a list that .half() leaves in float32"),
 )
 
 #: transforms (fnmatch patterns) no mutant fails, and why: each runs another project's code on the module, or the

@@ -18,8 +18,23 @@ def registered_mutants():
         registry.register(mutant.subject)
 
 
+@pytest.fixture
+def without_shrinking(monkeypatch):
+    """The cells run here do not shrink a failing example: shrinking keeps a failure a failure and only makes its
+    example smaller (16 of the 17 s of mutant reset_order). The tests of the shown example shrink as the matrix does."""
+    import hypothesis
+
+    from conformance import runner
+
+    def settings_without_shrink(**options):
+        options["phases"] = [phase for phase in options["phases"] if phase is not hypothesis.Phase.shrink]
+        return hypothesis.settings(**options)
+
+    monkeypatch.setattr(runner, "settings", settings_without_shrink)
+
+
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[f"{m.subject.id}|{m.transform}" for m in MUTANTS])
-def test_mutant_is_caught(mutant):
+def test_mutant_is_caught(mutant, without_shrinking):
     if mutant.device == "cuda" and not torch.cuda.is_available():
         pytest.skip("a CUDA mutant: runs in the GPU run (scripts/gpu-run.sh)")
     cell = Cell(mutant.subject.id, mutant.transform, mutant.check, mutant.device, mutant.dtype)
@@ -114,7 +129,7 @@ def test_every_mutant_transform_and_check_exist():
         assert m.check in transforms[m.transform].checks, f"{m.subject.id}: {m.transform} has no check {m.check}"
 
 
-def test_a_global_hook_left_behind_is_removed_before_the_next_cell():
+def test_a_global_hook_left_behind_is_removed_before_the_next_cell(without_shrinking):
     """Cells share a worker: a hook a transform leaves installed must not change a later cell's outcome (torch 2.11's
     failed export left one that turned snntorch's compile cells into graph breaks). The leaking cell fails
     no_state_leak, its record says what was undone, and the process is back as it was."""
@@ -172,6 +187,29 @@ def test_saved_tensor_hooks_a_failed_transform_leaves_in_force_are_popped_before
     later = run_cell(Cell("reference.quant.lsq", "eager", "grad_matches_spec", "cpu", "float32"))
     assert later.outcome == "pass", later.message
     assert torch._C._autograd._top_saved_tensors_default_hooks(True) is None
+
+
+def test_compiler_settings_a_build_changes_are_put_back_before_the_next_cell():
+    """torchao's quantize_ sets inductor options while it builds a layer and leaves them: a later compiling cell in
+    the same worker would compile with them. Here a build flips one inductor and one dynamo option."""
+    import torch._dynamo.config as dynamo_config
+    import torch._inductor.config as inductor_config
+
+    defaults = (inductor_config.coordinate_descent_tuning, dynamo_config.cache_size_limit)
+
+    def build(example):
+        inductor_config.coordinate_descent_tuning = not defaults[0]
+        dynamo_config.cache_size_limit = defaults[1] + 1
+        from conformance.subjects.reference import SpecModule
+        from qsnn_reference import quant
+
+        return SpecModule(quant.sign_ste, example.params, example.hyper)
+
+    registry.register(Subject(id="mutant.sets_compiler_options", spec="quant.sign_ste", build=build,
+                              fixed={"zero_value": 1.0}, library="mutants"))
+    result = run_cell(Cell("mutant.sets_compiler_options", "eager", "forward_matches_spec", "cpu", "float32"))
+    assert result.outcome == "pass", result.message
+    assert (inductor_config.coordinate_descent_tuning, dynamo_config.cache_size_limit) == defaults
 
 
 class _KeepsLastMembrane(torch.nn.Module):
@@ -273,7 +311,9 @@ def test_opacus_is_told_the_batch_axis_its_parameter_layers_see():
 
 @pytest.mark.parametrize("transform, check", [("eager", "calls_compose"), ("eager", "returns_no_state"),
                                               ("eager", "deterministic"), ("eager", "forward_matches_spec"),
-                                              ("deepcopy", "preserves_forward"), ("pickle", "preserves_forward")])
+                                              ("deepcopy", "preserves_forward"), ("pickle", "preserves_forward"),
+                                              ("deepcopy", "continues_mid_sequence"),
+                                              ("pickle_used", "continues_mid_sequence")])
 def test_a_clean_persistent_neuron_passes_what_its_mutants_fail(transform, check):
     """The control of the state mutants: the same neuron kept correctly between calls passes the checks that catch
     them, so what they fail on is their defect, not the protocol."""
@@ -282,6 +322,19 @@ def test_a_clean_persistent_neuron_passes_what_its_mutants_fail(transform, check
     registry.register(PERSISTENT)
     result = run_cell(Cell(PERSISTENT.id, transform, check, "cpu", "float32"))
     assert result.outcome == "pass", result.message
+
+
+def test_a_copy_that_drops_the_held_state_passes_every_copy_column_judged_after_a_reset():
+    """Mutant drops_held_state_when_copied was green before continues_mid_sequence: the copy columns compare a copy
+    on the next sequence after reset(), which starts from rest whatever the copy held."""
+    mutant = next(m.subject for m in MUTANTS if m.subject.id == "mutant.drops_held_state_when_copied")
+    registry.register(mutant)
+    for transform in ("deepcopy", "deepcopy_used", "pickle", "pickle_used"):
+        for check in ("preserves_forward", "copy_independent"):
+            result = run_cell(Cell(mutant.id, transform, check, "cpu", "float32"))
+            assert result.outcome == "pass", (transform, check, result.message[:500])
+    result = run_cell(Cell(mutant.id, "pickle_used", "continues_mid_sequence", "cpu", "float32"))
+    assert (result.outcome, result.cause) == ("fail", "copy-lost-state"), result.message[:500]
 
 
 def test_a_persistent_subject_is_fed_one_step_per_call_and_reset_between_sequences():
@@ -339,7 +392,7 @@ def test_the_edge_examples_find_what_the_draws_never_reach(mutant, check, monkey
 
 @pytest.mark.parametrize("mutant, check", [("wrong_far_from_threshold", "grad_matches_spec"),
                                            ("wrong_past_first_word", "forward_matches_spec")])
-def test_the_draws_reach_large_inputs_and_word_tails_without_the_edges(mutant, check, monkeypatch):
+def test_the_draws_reach_large_inputs_and_word_tails_without_the_edges(mutant, check, monkeypatch, without_shrinking):
     """The draws cover the whole domain too (issue 18, section 3): magnitudes to 1e4 and sizes past one 32-bit word
     with a tail. Before they were widened, only the edge examples caught these mutants (the draws stayed within
     [-3, 3] and one word)."""
@@ -437,7 +490,7 @@ class _DoublesEveryGradient(torch.nn.Module):
         return y + (y - y.detach())
 
 
-def test_a_gradient_check_records_every_gradient_that_differs():
+def test_a_gradient_check_records_every_gradient_that_differs(without_shrinking):
     """One cell, all its findings (issue 18 section 4): grad_matches_spec judges every gradient before it fails, so a
     module wrong in d/dx and in its parameters' gradients reports d/dx as the finding and the parameters' as
     ``also``, not only the first."""

@@ -103,12 +103,14 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, *, tol: Tolerance, cau
         return 0
     a = actual.detach().to("cpu", torch.float64)
     e = expected.detach().to("cpu", torch.float64)
-    both_nan = torch.isnan(a) & torch.isnan(e)
-    diff = torch.where(both_nan, torch.zeros_like(a), (a - e).abs())
+    same = (torch.isnan(a) & torch.isnan(e)) | (a == e)  # equal infinities too
+    diff = torch.where(same, torch.zeros_like(a), (a - e).abs())
     diff = torch.nan_to_num(diff, nan=float("inf"))
-    magnitude = scale if scale is not None else (float(e.abs().max()) if e.numel() else 0.0)
+    finite = e[torch.isfinite(e)]
+    magnitude = scale if scale is not None else (float(finite.abs().max()) if finite.numel() else 0.0)
     atol = max(tol.atol * magnitude, tol.floor) if tol.scaled else tol.atol
-    bad = diff > atol + tol.rtol * e.abs()
+    # an infinite expected value (past the range of the dtype computed in) is met by that infinity only
+    bad = (diff > atol + tol.rtol * e.abs()) | (torch.isinf(e) & ~same)
     excluded = torch.zeros_like(bad)
     if margin is not None and bad.any():
         # An input exactly on the boundary (margin 0: sign(0), mem == threshold, a .5 rounding tie) is decided by

@@ -7,6 +7,7 @@ import torch
 
 from ..core.causes import CheckFailed
 from ..transforms import Context, TransformRun
+from ..transforms.harness import same_values
 from .harness import Check, Failures, Truth, by_call, compare, raise_stored_failure, tie_margin, time_dim, tol
 
 
@@ -73,7 +74,7 @@ def check_deterministic(ctx: Context, out: TransformRun, truth: Truth, transform
     second = out.findings.second_call
     if second is None:
         raise RuntimeError(f"{transform} made no second call for the deterministic check")
-    if second.shape != out.y.shape or not torch.equal(second, out.y):
+    if second.shape != out.y.shape or not same_values(second, out.y):
         diff = (second.double() - out.y.double()).abs().max().item() if second.shape == out.y.shape else float("nan")
         raise CheckFailed("nondeterministic", f"second call differs from the first (max abs diff {diff:.3g}): "
                           "hidden state carried over between calls", max_abs_err=diff)

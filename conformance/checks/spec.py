@@ -3,15 +3,29 @@ output's dtype."""
 
 from __future__ import annotations
 
+import torch
+
 from ..core.causes import CheckFailed
-from ..transforms import Context, TransformRun
+from ..transforms import Context, TransformRun, by_id
+from ..transforms.harness import DTYPES
 from .harness import Check, Failures, Truth, compare, tie_margin, time_dim, tol
+
+
+def as_computed(ctx: Context, expected: torch.Tensor, transform: str) -> torch.Tensor:
+    """The spec's answer as the dtype a transform computes in represents it (``Transform.compute_dtype``; as it is
+    for the others, and where the spec fixes its output's dtype): a value past that dtype's range is its infinity, as
+    IEEE rounding makes it."""
+    computed = by_id(transform).compute_dtype
+    if computed is None or ctx.spec.output_dtype is not None or not expected.is_floating_point():
+        return expected
+    return expected.to(DTYPES[computed]).to(expected.dtype)
 
 
 def check_forward_matches_spec(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
     """The output equals the spec's output (tie-aware for discrete outputs)."""
-    return compare(out.y, truth.y, tol=tol(ctx, transform, "forward_matches_spec"), cause="forward-mismatch",
-                   what="output vs spec", margin=truth.margin, tie=tie_margin(ctx),
+    return compare(out.y, as_computed(ctx, truth.y, transform), tol=tol(ctx, transform, "forward_matches_spec"),
+                   cause="forward-mismatch",
+                   what="output vs spec", margin=truth.margin, tie=tie_margin(ctx, transform),
                    time_dim=time_dim(ctx), batch_dim=ctx.batch_dim)
 
 
@@ -32,7 +46,7 @@ def check_grad_matches_spec(ctx: Context, out: TransformRun, truth: Truth, trans
             failures.add(CheckFailed("grad-mismatch", f"no gradient for {name!r}"))
             continue
         failures.judge(lambda: compare(actual.reshape(expected.shape) if actual.numel() == expected.numel() else actual,
-                                       expected, tol=tolerance, cause="grad-mismatch",
+                                       as_computed(ctx, expected, transform), tol=tolerance, cause="grad-mismatch",
                                        what=f"d<cot, y>/d{name} vs spec"))
     failures.raise_first()
     return 0

@@ -19,6 +19,9 @@ CAUSES: dict[str, str] = {
     "dtype-mismatch": "output dtype differs from the declared one",
     "nondeterministic": "the same input and reset state gave different outputs",
     "copy-shares-state": "a copy shares tensors with the original (mutating one changes the other)",
+    "copy-lost-state": "a copy (deepcopy, pickle, state_dict) taken in the middle of a sequence does not continue it "
+                       "as its original does: the state held then (a membrane) did not travel with it",
+    "copy-changed-original": "taking a copy in the middle of a sequence changed what the original computes next",
     "state-leak": "a transform left foreign tensors (batched, tracer, fake, functional) or changed values in the module",
     "state-advanced-twice": "recomputation (checkpoint) advanced the module's state a second time",
     "state-lost-between-calls": "fed one time step per call, the module agrees on the first call and parts later: "
@@ -53,6 +56,15 @@ CAUSES: dict[str, str] = {
     "object-shared-between-builds": "two separately built modules hold one mutable object (not a module or tensor) "
                                     "as an attribute: setting a field on one changes the other",
     "state-dict-mismatch": "load_state_dict into a fresh instance failed or did not restore the outputs",
+    "weights-only-load-failed": "torch.load(weights_only=True), torch's default, refused the saved state_dict (an "
+                                "object outside its allowed globals)",
+    "assign-not-loaded": "after load_state_dict(assign=True) a parameter or buffer is not the loaded tensor, or a "
+                         "Parameter became a plain tensor or changed requires_grad",
+    "safetensors-refused": "safetensors refused to save or load the state_dict (shared memory, a non-contiguous "
+                           "tensor, a tensor subclass or a non-tensor entry)",
+    "conversion-failed": "a dtype conversion of the module (.double(), .half()) raised",
+    "conversion-incomplete": "after a dtype conversion (.double(), .half()) a floating-point tensor the module holds "
+                             "(parameter, buffer, plain attribute, in a list or dict) kept its old dtype",
     "strided-input-failed": "the module raised on its input given as a strided (non-contiguous) view",
     "functional-call-failed": "torch.func.functional_call raised",
     "vmap-unsupported": "torch.func.vmap raised",
@@ -73,6 +85,8 @@ CAUSES: dict[str, str] = {
     "export-failed": "torch.export raised",
     "compile-failed": "torch.compile raised (not a graph break)",
     "build-failed": "the subject could not be built for a drawn example",
+    "parameter-not-trainable": "a parameter the subject declares trainable is a buffer, a plain attribute or missing "
+                               "in the built module: the gradient the spec defines for it cannot flow",
     "forward-raised": "the forward pass raised",
     "backward-raised": "the backward pass raised",
     "raised-KeyboardInterrupt": "the subject's code raised KeyboardInterrupt though no interrupt signal came: it "
@@ -156,7 +170,7 @@ _RULES: list[tuple[re.Pattern, str]] = [
 #: The cause of a failure in one of the generic stages every transform has, when no rule names it; a transform
 #: declares the causes of its own stages (``Transform.failure_cause``, ``Transform.stage_causes``).
 GENERIC_STAGE_CAUSES = {"build": "build-failed", "forward": "forward-raised", "backward": "backward-raised",
-                       "reset": "reset-failed"}
+                       "reset": "reset-failed", "parameters": "parameter-not-trainable"}
 
 
 def classify(error: BaseException, stage_causes: Mapping[str, str] | None = None, *, stage: str | None = None) -> str:

@@ -18,6 +18,7 @@ EXTRA_OF_MODULE = {
     "onnx": "onnx",
     "onnxruntime": "onnx",
     "onnxscript": "onnx",
+    "safetensors": "safetensors",
 }
 
 

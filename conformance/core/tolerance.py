@@ -6,6 +6,7 @@ specific matching key wins (``"*"`` matches anything).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -31,8 +32,20 @@ DEFAULTS = {
     "float16": Tolerance(1e-5, 1e-3),
 }
 
+#: dtype -> (the next lower precision, its unit roundoff): the relative error a computation in that precision makes
+#: at least on values it cannot hold exactly. A module of the cell's dtype that computes in the lower precision must
+#: fail its spec checks, so their tolerances stay below it (suites/meta/test_tolerance_table.py).
+LOWER_PRECISION_ERROR = {"float64": ("float32", 2.0**-24), "float32": ("float16", 2.0**-11)}
+
 #: (dtype, transform, check) -> Tolerance, each with the reason it departs from the default.
 OVERRIDES: dict[tuple[str, str, str], Tolerance] = {
+    ("float64", "*", "forward_matches_spec"): Tolerance(
+        1e-9, 1e-8, "float64 against the float64 spec; a float32 computation errs by up to 2^-24 = 6e-8 relative "
+                    "(the largest float64 difference seen: 4.5e-9 relative, norse LIF[triangle]'s gradient through "
+                    "T steps)"),
+    ("float64", "*", "grad_matches_spec"): Tolerance(
+        1e-9, 1e-8, "float64 against the float64 spec's formula: as forward_matches_spec, a float32 backward (a "
+                    "float32 output rounds the cotangent) errs by up to 6e-8 relative"),
     ("float32", "*", "forward_matches_spec"): Tolerance(
         1e-5, 1e-5, "the spec runs in float64; float32 sums over time steps/channels accumulate ~T*eps rounding"),
     ("float32", "*", "grad_matches_spec"): Tolerance(
@@ -64,6 +77,11 @@ OVERRIDES: dict[tuple[str, str, str], Tolerance] = {
                     "relative each): atol relative to the largest output (gradients: the largest gradient), ~8 units of float16 rounding; at least float16's "
                     "smallest normal (6.1e-5): smaller values flush to zero in float16 (seen: outputs of 6e-31)",
         scaled=True, floor=float(torch.finfo(torch.float16).tiny)),
+    ("float32", "half", "*"): Tolerance(
+        1e-2, 1e-2, "built in float32 and converted by .half(): parameters and input rounded to float16 (11 "
+                    "significant bits, 4.9e-4 relative each) and every op rounded again: atol relative to the largest "
+                    "expected value, ~20 units of float16 rounding; at least float16's smallest normal (6.1e-5)",
+        scaled=True, floor=float(torch.finfo(torch.float16).tiny)),
 }
 
 
@@ -82,3 +100,11 @@ def tolerance(dtype: str, transform: str, check: str) -> Tolerance:
 #: How close (relative to the threshold scale) a spec membrane must be to its decision boundary for a spike
 #: flip to be excused as a tie, per dtype. A flip farther from the boundary is a real mismatch.
 TIE_MARGIN = {"float64": 1e-9, "float32": 1e-4, "bfloat16": 6e-2, "float16": 1e-2}
+
+
+# Built in float32 and converted by .double() (transforms/conversions.py): float64 arithmetic on the float32 cell's own
+# values, judged as a float64 module is, by the float64 entries of the same check.
+for _check in ("forward_matches_spec", "grad_matches_spec"):
+    OVERRIDES[("float32", "to_float64", _check)] = dataclasses.replace(
+        tolerance("float64", "*", _check), reason="as float64's (converted by .double() from float32): "
+                                                  + tolerance("float64", "*", _check).reason)

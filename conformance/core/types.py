@@ -93,6 +93,10 @@ class Known:
     breaks change between releases); an entry for another release is not applied here and is not stale here.
     ``releases`` is a glob over the installed release of the subject's library, for failures of some releases only
     (the history view runs earlier ones): an entry for another release is, likewise, neither applied nor stale.
+    ``cpu`` is a glob over this machine's CPU features (``registry.cpu_features()``: /proc/cpuinfo's flags and
+    torch's kernel set, e.g. ``"torch:avx512"``), for
+    failures of a kernel a library picks by CPU feature: an entry for a feature this machine lacks is neither applied
+    nor stale here, and the cells it covers are not compared with the expectations (their outcome depends on the CPU).
     ``reproducer`` is the path, from the suite's root, of a standalone script (the library and torch, nothing of
     this project) that shows the failure by failing (reproducers/README.md); every entry has one.
     """
@@ -108,6 +112,7 @@ class Known:
     torch: str = "*"
     releases: str = "*"
     reproducer: str = ""
+    cpu: str = "*"
 
     def explains(self, cause: str | None) -> bool:
         """Whether a failure classified as ``cause`` is this known failure."""

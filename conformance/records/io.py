@@ -267,13 +267,17 @@ def _reason(exc: BaseException) -> str:
     return (text[0][:200] if text else type(exc).__name__)
 
 
+def record_files(path: Path | str) -> list[Path]:
+    """The record files a results path stands for: itself, or every ``*.jsonl``/``*.jsonl.gz`` below a directory."""
+    path = Path(path)
+    if not path.is_dir():
+        return [path]
+    return sorted([*path.rglob("*.jsonl"), *path.rglob("*.jsonl.gz")])
+
+
 def _expand(paths: Iterable[Path | str]) -> Iterator[Path]:
     for path in paths:
-        path = Path(path)
-        if path.is_dir():
-            yield from sorted([*path.rglob("*.jsonl"), *path.rglob("*.jsonl.gz")])
-        else:
-            yield path
+        yield from record_files(path)
 
 
 #: The suite's description, written beside the records of a run: the transforms in table order and one docstring per
@@ -368,9 +372,20 @@ def library_version(name: str) -> str | None:
     """The installed version of the library a subject belongs to (its distribution, or the imported module's
     ``__version__`` for one that is on the path without metadata), or None."""
     version = _distribution_version(name)
+    if version is None and _declared_distribution(name):
+        version = _distribution_version(_declared_distribution(name))
     if version is None:
         version = getattr(sys.modules.get(name), "__version__", None)
     return version if isinstance(version, str) else None
+
+
+@functools.lru_cache(maxsize=None)
+def _declared_distribution(name: str) -> str | None:
+    """The distribution a declared library is installed as, where it is not the library's name (quanto:
+    optimum-quanto), or None."""
+    from ..libraries import declared
+
+    return next((lib.distribution for lib in declared() if lib.name == name and lib.distribution != name), None)
 
 
 @functools.lru_cache(maxsize=None)

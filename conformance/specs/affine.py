@@ -1,5 +1,6 @@
 """Spec declarations for affine quantization (``qsnn_reference/affine.py``): fake quantization per tensor and per
-channel, its learnable variant, and fake quantization with the scale and zero point a min/max observer computes.
+channel, its learnable variant, fake quantization with the scale and zero point a min/max observer computes, and the
+linear layers built from a float weight (dynamic; weight-only symmetric per output channel, torchao's).
 
 Inputs are drawn by construction as in :mod:`conformance.specs.quant`: an integer level (from two below
 ``quant_min`` to two above ``quant_max``) plus a fraction 0.1 to 0.4 of a step away from it, times the scale, so a
@@ -203,27 +204,39 @@ def observed_margin(example: Example) -> torch.Tensor:
     return _rounding_margin(example.x, scale)
 
 
+@st.composite
+def linear_inputs(draw, fixed, *, batch: int = 1) -> tuple[torch.Tensor, dict]:
+    """x (batch, K), weight (N, K) and bias (N,) from one drawn seed: K of 1..8 (``in_features``: a subject may fix a
+    strategy; drawn only), N of 1..4, x of about 3 and in half the examples one input far out (to 1e4)."""
+    k, n = draw(S.hyper(fixed, "in_features", st.integers(1, 8))), draw(st.integers(1, 4))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    x = draw(S.magnified(torch.randn((batch, k), generator=gen, dtype=torch.float64) * 3, low=64.0))
+    params = {"weight": torch.randn((n, k), generator=gen, dtype=torch.float64),
+              "bias": torch.randn((n,), generator=gen, dtype=torch.float64)}
+    return x, params
+
+
 def dynamic_linear_examples(**fixed):
-    """A batch of one (the activation's per-tensor scale spans the batch): x (1, K), weight (N, K) and bias (N,) from
-    one drawn seed, K of 1..8, N of 1..4; in half the examples one input far out (to 1e4)."""
-    S.check_fixed(fixed, ("quant_min", "quant_max", "symmetric", "per_token"), "affine.dynamic_linear")
+    """A batch of one (the activation's per-tensor scale spans the batch): :func:`linear_inputs`."""
+    S.check_fixed(fixed, ("quant_min", "quant_max", "symmetric", "per_token", "weight_axis", "in_features"),
+                  "affine.dynamic_linear")
 
     @st.composite
     def draw_example(draw):
-        k, n = draw(st.integers(1, 8)), draw(st.integers(1, 4))
-        gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
-        x = draw(S.magnified(torch.randn((1, k), generator=gen, dtype=torch.float64) * 3, low=64.0))
-        params = {"weight": torch.randn((n, k), generator=gen, dtype=torch.float64),
-                  "bias": torch.randn((n,), generator=gen, dtype=torch.float64)}
+        x, params = draw(linear_inputs(fixed))
         return Example(x, params, _dynamic_hyper(fixed))
 
     return draw_example()
 
 
 def _dynamic_hyper(fixed) -> dict:
-    """The layer's fixed quantization settings (the default dynamic qconfig's unless a subject fixes them)."""
-    return dict(quant_min=S.edge_hyper(fixed, "quant_min", 0), quant_max=S.edge_hyper(fixed, "quant_max", 127),
-                symmetric=S.edge_hyper(fixed, "symmetric", False), per_token=S.edge_hyper(fixed, "per_token", False))
+    """The layer's fixed quantization settings (the default dynamic qconfig's unless a subject fixes them); the
+    weight's axis only where a subject fixes it (per output channel: torchao)."""
+    hyper = dict(quant_min=S.edge_hyper(fixed, "quant_min", 0), quant_max=S.edge_hyper(fixed, "quant_max", 127),
+                 symmetric=S.edge_hyper(fixed, "symmetric", False), per_token=S.edge_hyper(fixed, "per_token", False))
+    if "weight_axis" in fixed:
+        hyper["weight_axis"] = S.edge_hyper(fixed, "weight_axis", None)
+    return hyper
 
 
 def dynamic_linear_edges(**fixed) -> list[Example]:
@@ -242,6 +255,99 @@ def dynamic_linear_edges(**fixed) -> list[Example]:
         params = {"weight": weight, "bias": torch.tensor([0.5, -0.25, 1.0], dtype=torch.float64)}
         examples.append(Example(torch.tensor([x], dtype=torch.float64), params, _dynamic_hyper(fixed)))
     return examples
+
+
+def minmax_weight_linear_examples(**fixed):
+    """x (B, K) with B of 1..3, weight (N, K) and bias (N,) from one drawn seed, N of 1..4; K of 1..8 per output
+    channel, two or three groups of ``group_size`` per group; in half the examples some inputs far out (to 1e3: the
+    sums stay inside float16's range)."""
+    S.check_fixed(fixed, ("bits", "symmetric", "group_size"), "affine.minmax_weight_linear")
+
+    @st.composite
+    def draw_example(draw):
+        hyper = _minmax_hyper(draw, fixed)
+        group_size = hyper["group_size"]
+        k = group_size * draw(st.integers(2, 3)) if group_size else draw(st.integers(1, 8))
+        batch, n = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+        gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+        x = draw(S.magnified(torch.randn((batch, k), generator=gen, dtype=torch.float64) * 3, low=64.0, high=1e3))
+        params = {"weight": torch.randn((n, k), generator=gen, dtype=torch.float64),
+                  "bias": torch.randn((n,), generator=gen, dtype=torch.float64)}
+        return Example(x, params, hyper)
+
+    return draw_example()
+
+
+def _minmax_hyper(draw, fixed) -> dict:
+    symmetric = draw(S.hyper(fixed, "symmetric", st.booleans()))
+    bits = draw(S.hyper(fixed, "bits", st.just(8) if symmetric else st.sampled_from([4, 2, 8])))
+    group_size = draw(S.hyper(fixed, "group_size", st.just(None) if symmetric else st.sampled_from([None, 4, 8])))
+    return dict(bits=bits, symmetric=symmetric, group_size=group_size)
+
+
+def _tiled(values: list[float], k: int) -> list[float]:
+    return (values * (k // len(values) + 1))[:k]
+
+
+def minmax_weight_linear_edges(**fixed) -> list[Example]:
+    """Weights exactly on rounding ties (a row whose range makes the scale 1: max |w| = 127 symmetric, min 0 and max
+    2**bits - 1 asymmetric, with values k + 0.5), a row of zeros and a constant row (scale 0: kept exactly), each
+    tiled along K (every group of ``group_size`` gets the pattern); a single output channel (N = 1); one weight of 1e4
+    beside small ones (its row's scale follows it: the others fall on the levels near 0) and an input of 1e3 (the
+    outputs stay inside float16's range)."""
+    hyper = dict(bits=S.edge_hyper(fixed, "bits", 8), symmetric=S.edge_hyper(fixed, "symmetric", True),
+                 group_size=S.edge_hyper(fixed, "group_size", None))
+    top = 2 ** (hyper["bits"] - 1) - 1 if hyper["symmetric"] else 2 ** hyper["bits"] - 1
+    k = 2 * hyper["group_size"] if hyper["group_size"] else 8
+    ties = [float(top), 0.5, 1.5, 2.5, -0.5 if hyper["symmetric"] else 0.0, top - 0.5, top - 1.5, 0.0]
+    rows = [_tiled(ties, k), [0.0] * k, [0.75] * k]
+    inputs = _tiled([0.5, -1.0, 0.25, 2.0, -0.75, 1.5, -2.0, 1.0], k)
+    single = [_tiled([0.3, -1.2, 0.05, 2.2, -0.7, 1.1, -0.4, 0.9], k)]
+    large = [_tiled([1e4, -1.0, 0.5, 0.0, 2.0, -3.5, 0.25, 1.0], k), _tiled(ties, k)]
+    examples = []
+    large_x = [0.5, 1e3] + [0.0] * (k - 2)  # meets 1e4 * 0.5 and the ties row's 1.5 * 1e3
+    for weight, x in ((rows, [inputs, inputs[::-1]]), (single, [inputs]), (large, [large_x])):
+        params = {"weight": torch.tensor(weight, dtype=torch.float64),
+                  "bias": torch.linspace(-0.5, 0.5, len(weight), dtype=torch.float64)}
+        examples.append(Example(torch.tensor(x, dtype=torch.float64), params, dict(hyper)))
+    return examples
+
+
+#: The weight-only scale's lower bounds: float32's eps (torchao's Int8Tensor) and its smallest normal (the default of
+#: torchao's ``choose_qparams_affine``, which IntxUnpackedToInt8Tensor keeps).
+_SCALE_EPS = (float(torch.finfo(torch.float32).eps), float(torch.finfo(torch.float32).tiny))
+
+
+def weight_only_examples(**fixed):
+    """A batch of one or two (the weight's scales do not depend on x): :func:`linear_inputs`; int8 or int4 codes,
+    either lower bound of the scale."""
+    S.check_fixed(fixed, ("quant_min", "quant_max", "eps", "in_features"), "affine.symmetric_weight_only_linear")
+
+    @st.composite
+    def draw_example(draw):
+        x, params = draw(linear_inputs(fixed, batch=draw(st.integers(1, 2))))
+        qmin, qmax = draw(st.sampled_from([(-128, 127), (-8, 7)]))
+        hyper = dict(quant_min=draw(S.hyper(fixed, "quant_min", st.just(qmin))),
+                     quant_max=draw(S.hyper(fixed, "quant_max", st.just(qmax))),
+                     eps=draw(S.hyper(fixed, "eps", st.sampled_from(_SCALE_EPS))))
+        return Example(x, params, hyper)
+
+    return draw_example()
+
+
+def weight_only_edges(**fixed) -> list[Example]:
+    """A weight row whose largest magnitude 15.9375 makes the int8 scale exactly 0.125, with values on the ties
+    +-0.5, 1.5, 2.5 steps and the row's own extremes on +-127.5 (half to even: 128, clamped to 127, and -128); a row
+    of zeros; a row of magnitudes below ``eps * 127.5`` (codes 0 with float32's eps, +-127 with its smallest
+    normal); inputs of 1e4 beside small ones."""
+    rows = [[15.9375, 0.0625, 0.1875, 0.3125, -0.3125, -15.9375, 1.0, -0.5], [0.0] * 8,
+            [1e-9, -5e-10, 2e-10, 0.0, -1e-9, 7.5e-10, -2.5e-10, 1e-10]]
+    x = _edge_rows([1.0, -2.0, 0.5, 0.25, 1e4, 3.0, -0.75, 2.0], {}, batch=2)
+    params = {"weight": torch.tensor(rows, dtype=torch.float64),
+              "bias": torch.tensor([0.5, -0.25, 1.0], dtype=torch.float64)}
+    hyper = dict(quant_min=S.edge_hyper(fixed, "quant_min", -128), quant_max=S.edge_hyper(fixed, "quant_max", 127),
+                 eps=S.edge_hyper(fixed, "eps", _SCALE_EPS[0]))
+    return [Example(x, params, hyper)]
 
 
 SPECS = (
@@ -266,4 +372,15 @@ SPECS = (
              "the default dynamic qconfig): weight symmetric int8 per tensor, activation quantized per tensor on "
              "each call (uint8 0..127), the exact integer product rescaled; float32 output, no gradient. The "
              "activation's scale spans the batch: examples draw a batch of one."),
+    Spec(id="affine.minmax_weight_linear", fn=affine.minmax_weight_linear, examples=minmax_weight_linear_examples,
+         edges=minmax_weight_linear_edges,
+         doc="a linear layer whose float weight is quantized by the range of each output channel or group "
+             "(optimum-quanto's QLinear: symmetric absmax int8, asymmetric min/max intx with a float shift), "
+             "x @ W'.T + bias with W' dequantized in float32; straight through the weight's quantization."),
+    Spec(id="affine.symmetric_weight_only_linear", fn=affine.symmetric_weight_only_linear,
+         examples=weight_only_examples, edges=weight_only_edges,
+         doc="a weight-only quantized linear layer from its float weight (torchao's Int8WeightOnlyConfig, "
+             "IntxWeightOnlyConfig): the weight symmetric per output channel (scale max|row| / 127.5 for int8, at "
+             "least eps; x * inv_scale in float32, half to even, clamped), y = x @ dequant(W).T + bias; gradients "
+             "of x and bias through the matmul, none for the weight."),
 )

@@ -187,6 +187,10 @@ def _steheaviside_known() -> tuple[Known, ...]:
         Known(transform="eager", check="output_dtype", dtype="bfloat16", cause="dtype-mismatch", link=link,
               reason="SteHeavisideFunction.forward builds its output from float32 constants: bfloat16 in, "
                      "float32 out", reproducer="reproducers/bitorch/steheaviside_output_dtype.py"),
+        Known(transform="eager", check="grad_matches_spec", dtype="float64", cause="grad-mismatch", link=link,
+              reason="its float32 output rounds the gradient reaching it to float32, which its straight-through "
+                     "backward passes on: a float64 input's gradient is float32-accurate",
+              reproducer="reproducers/bitorch/steheaviside_float64_gradient_float32.py"),
         Known(transform="compile_*", cause=_PRINT_BREAK, reason=reason, link=link,
               reproducer="reproducers/bitorch/steheaviside_compile_print.py"),
     )
@@ -298,13 +302,15 @@ def subjects() -> Iterator[Subject]:
                           *_functorch_known("GradientCancellation", per_sample)))
     yield _subject("QConv2d[pad_value=0]", "layer.binary_conv2d", build_qconv2d,
                    fixed=dict(conv, pad_value=0.0, padding=1), param_map={"weight": "weight"},
-                   known=(Known(transform="eager", check="*_matches_spec", cause="forward-mismatch",
-                                also=("grad-mismatch",),
-                                reason="QConv2d_NoAct does 'pad_value or config.padding_value', so an explicit "
-                                       "pad_value=0.0 pads the binarized input with -1.0 (the border outputs "
-                                       "differ, and so does the weight gradient, which reads the padded input)",
-                                link=f"{SOURCE}/layers/qconv2d.py",
-                                reproducer="reproducers/bitorch/qconv2d_pad_value_zero_ignored.py"),
+                   # the spec checks of the eager cells and of the conversion columns (conversions.py)
+                   known=(*(Known(transform=transform, check="*_matches_spec", cause="forward-mismatch",
+                                  also=("grad-mismatch",),
+                                  reason="QConv2d_NoAct does 'pad_value or config.padding_value', so an explicit "
+                                         "pad_value=0.0 pads the binarized input with -1.0 (the border outputs "
+                                         "differ, and so does the weight gradient, which reads the padded input)",
+                                  link=f"{SOURCE}/layers/qconv2d.py",
+                                  reproducer="reproducers/bitorch/qconv2d_pad_value_zero_ignored.py")
+                            for transform in ("eager", "to_float64", "half")),
                           *_container_known(), _RETURNS_INNER, _OPACUS_DEEPCOPY,
                           *_functorch_known("GradientCancellation", per_sample)))
     yield _subject("LeNet", "model.image_classifier", build_lenet, fixed={"batch": 2, "channels": 1, "size": 28},

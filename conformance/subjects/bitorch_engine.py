@@ -132,6 +132,11 @@ def _known(function: str, layer: str, kernel: str, script: str) -> tuple[Known, 
               reason=f"torch.onnx.export starts with torch.export, which fails: {function}.forward hands its fake "
                      f"tensors to the pybind11 extension, whose C++ code reads data_ptr() (the kernel is not "
                      f"registered as a custom op)"),
+        *(Known(transform=transform, cause="conversion-failed", link=kernel, reproducer=f"{script}_float64_bfloat16.py",
+                reason=f"the C++ forward reads input and weight through data_ptr<float>() and allocates a float32 "
+                       f"output: the layer built in float32 and converted by {transform} raises 'expected scalar "
+                       f"type Float but found {name}'")
+          for transform, name in (("to_float64", "Double"), ("half", "Half"))),
         *(Known(transform="*", check=check, cause=_NO_BACKWARD, link=layer, reason=no_backward,
                 reproducer="reproducers/bitorch_engine/layers_have_no_backward.py")
           for check in ("grad_matches_spec", "preserves_grad")),

@@ -135,7 +135,10 @@ def subjects() -> Iterator[Subject]:
     yield Subject(id="kernels.binary_conv2d", spec="layer.binary_conv2d", build=_build_conv,
                   fixed={"input_quant": _BINARY_INPUTS, "zero_value": _ZERO_VALUES, "bias": True},
                   param_map={"weight": "weight", "bias": "bias"}, known=_known(), **common)
+    # the LIF kernels take float32, float64 and bfloat16 and raise a TypeError naming them for any other dtype
+    lif = dict(common, not_applicable={**NOT_APPLICABLE, "half": "the LIF kernels take float32, float64 or bfloat16 "
+                                       "input and say so (TypeError) for float16 (qsnn_kernels/lif.py)"})
     yield Subject(id="kernels.leaky", spec="neuron.leaky", build=_build_leaky,
                   param_map={"beta": "beta", "threshold": "threshold", "graded_spikes_factor": "graded_spikes_factor"},
-                  known=_known(), **common)
-    yield Subject(id="kernels.sj_lif", spec="neuron.sj_lif", build=_build_sj_lif, known=_known(), **common)
+                  known=_known(), **lif)
+    yield Subject(id="kernels.sj_lif", spec="neuron.sj_lif", build=_build_sj_lif, known=_known(), **lif)

@@ -177,6 +177,10 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
         Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", link=_SPIKE,
               reason="MultiSpike/SingleSpike return .float() spikes: float32 whatever the membrane's dtype",
               reproducer="reproducers/sinabs/neuron_spikes_float32.py"),
+        Known("eager", "grad_matches_spec", dtype="float64", cause="grad-mismatch", link=_SPIKE,
+              reason="MultiSpike/SingleSpike return .float() spikes, so the gradient reaching them is rounded to "
+                     "float32: a float64 layer's gradients are float32-accurate (errors near 4e-8 relative)",
+              reproducer="reproducers/sinabs/neuron_float64_gradient_float32.py"),
         Known("compile_*", "no_graph_breaks", cause="graph-break:Data-dependent branching", reason=_GB_211,
               link=_LAYER, device="cuda", torch="2.11*",
               reproducer="reproducers/sinabs/compile_cuda_torch211_branch_on_spike_fn.py"),
@@ -271,7 +275,11 @@ def _known_surrogate() -> tuple[Known, ...]:
             Known("eager", "output_dtype", dtype="float64", cause="dtype-mismatch", reason=dtype, link=_SPIKE,
                   reproducer="reproducers/sinabs/single_spike_float32.py"),
             Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", reason=dtype, link=_SPIKE,
-                  reproducer="reproducers/sinabs/single_spike_float32.py"))
+                  reproducer="reproducers/sinabs/single_spike_float32.py"),
+            Known("eager", "grad_matches_spec", dtype="float64", cause="grad-mismatch", link=_SPIKE,
+                  reason="SingleSpike returns .float() spikes, so the gradient reaching it is rounded to float32: "
+                         "float32-accurate surrogate gradients for a float64 membrane",
+                  reproducer="reproducers/sinabs/neuron_float64_gradient_float32.py"))
 
 
 #: sinabs ships its spike functions as autograd.Function classes, not modules: there is no module to script.

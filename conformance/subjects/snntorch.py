@@ -317,6 +317,20 @@ def _float_spikes(transform: str = "eager", check: str = "output_dtype") -> tupl
                  for dtype in ("float64", "bfloat16"))
 
 
+#: float32 spikes in a float64 neuron: the gradient reaching them and the membrane update they enter are float32
+_FLOAT64_REPRO = "reproducers/snntorch/float64_computes_in_float32.py"
+FLOAT64_GRAD = Known(transform="eager", check="grad_matches_spec", dtype="float64", cause="grad-mismatch",
+                     link=f"{ISSUES}/422", reproducer=_FLOAT64_REPRO,
+                     reason="the spike function returns float32 spikes, so the gradient reaching them is rounded to "
+                            "float32 before the surrogate's backward: float32-accurate gradients (errors near 4e-8 "
+                            "relative) in a float64 cell")
+FLOAT64_MEMBRANE = Known(transform="eager", check="forward_matches_spec", dtype="float64", cause="forward-mismatch",
+                         link=f"{ISSUES}/422", reproducer=_FLOAT64_REPRO,
+                         reason="the float32 spikes pull the membrane update into float32 (`spk * threshold`: a "
+                                "float32 tensor times a 0-dim float64 threshold stays float32): the float64 membrane "
+                                "is float32-rounded (1.9 comes out 1.8999999762)")
+
+
 #: What every neuron subject shows (the layer's state handling and its spike functions).
 NEURON_KNOWN: tuple[Known, ...] = (
     Known(transform="compile_dynamic", cause="compile-failed", link=f"{SURROGATE_SRC}#L194",
@@ -421,6 +435,12 @@ INIT_HIDDEN_STEPPED: tuple[Known, ...] = (
           reason="checkpoint's recomputation of a step runs the layer again, which overwrites mem with the recomputed "
                  "step's value: after backward the layer no longer holds the state its last call left",
           reproducer="reproducers/snntorch/leaky_init_hidden_checkpoint_steps.py"),
+    Known(transform="state_dict", check="continues_mid_sequence", cause="copy-lost-state",
+          link="https://github.com/jeshraghian/snntorch/pull/315",
+          reason="the state the layer holds between calls (mem; Synaptic's syn too) is a non-persistent buffer, kept "
+                 "out of state_dict since snntorch PR 315 (loading a state_dict failed on its shape): a state_dict "
+                 "taken in the middle of a sequence restarts the rest of it from rest in the layer it is loaded into",
+          reproducer="reproducers/snntorch/held_mem_not_in_state_dict.py"),
 )
 
 
@@ -448,6 +468,22 @@ _RSYNAPTIC_RESET = ("RSynaptic's reset_delay=False branch applies the reset to i
                     "local variable (`mem = mem - do_reset * self.threshold`), never to the new state `self.mem`, so "
                     "the documented same-step reset never happens (with the empty state of a fresh init_rsynaptic() "
                     "it raises a shape error instead)")
+_TIED_V = ("with all_to_all=False the recurrent weight V is one Parameter registered twice, on the neuron and on "
+           "its `recurrent` submodule: the state_dict holds it under 'V' and 'recurrent.V' over one memory")
+#: RSynaptic(all_to_all=False)'s V, tied between the neuron and its recurrent submodule, under the load columns
+RSYNAPTIC_TIED_V: tuple[Known, ...] = (
+    Known(transform="safetensors", cause="safetensors-refused",
+          link=f"{SOURCE}/_neurons/rsynaptic.py",
+          reason=_TIED_V + ", which safetensors.torch.save refuses ('Some tensors share memory'; "
+                 "https://huggingface.co/docs/safetensors/torch_shared_tensors)",
+          reproducer="reproducers/snntorch/rsynaptic_tied_v_safetensors.py"),
+    Known(transform="load_assign", check="preserves_grad", cause="transform-changed-grad",
+          link=f"{SOURCE}/_neurons/rsynaptic.py",
+          reason=_TIED_V + "; load_state_dict(assign=True) gives each key its own new Parameter, so the loaded "
+                 "neuron holds two Vs and the gradient reaches neuron.V through one of its two uses only "
+                 "(https://github.com/pytorch/pytorch/issues/188346)",
+          reproducer="reproducers/snntorch/rsynaptic_assign_unties_v.py"),
+)
 RSYNAPTIC_NO_RESET_DELAY: tuple[Known, ...] = (
     _STALE_SPIKE,
     # The gradient shows it for every example (the spec's same-step reset carries the surrogate gradient of the spike;
@@ -475,12 +511,20 @@ RSYNAPTIC_NO_RESET_DELAY: tuple[Known, ...] = (
 
 RLEAKY_KNOWN: tuple[Known, ...] = (
     _STALE_SPIKE,
-    *(Known(transform="eager", dtype=dtype, cause="forward-raised", link=f"{ISSUES}/421", also=("dtype-mismatch",),
+    *(Known(transform="eager", dtype=dtype, cause="forward-raised", link=f"{ISSUES}/421",
+            also=("dtype-mismatch", "grad-mismatch"),
             reason="the float32 spike of step t (`(input_ > 0).float()`) is fed back into the recurrent nn.Linear "
                    f"held in {dtype}, which raises `mat1 and mat2 must have the same dtype` from the second step on "
-                   "(an example of one time step does not raise, and returns that float32 spike: dtype-mismatch)",
+                   "(an example of one time step does not raise, and returns that float32 spike: dtype-mismatch, and "
+                   "in float64 a float32-rounded gradient: grad-mismatch)",
             reproducer="reproducers/snntorch/rleaky_float64_recurrent_dtype.py")
       for dtype in ("float64", "bfloat16")),
+    # the same, for the module built in float32 and converted (conversions.py)
+    *(Known(transform=column, cause="conversion-failed", link=f"{ISSUES}/421",
+            reason="the float32 spike of step t (`(input_ > 0).float()`) is fed back into the recurrent nn.Linear, "
+                   f"which {column} converted: `mat1 and mat2 must have the same dtype` from the second step on",
+            reproducer="reproducers/snntorch/rleaky_float64_recurrent_dtype.py")
+      for column in ("to_float64", "half")),
 )
 
 
@@ -670,32 +714,36 @@ def subjects() -> Iterator[Subject]:
     # reset_delay is fixed per subject (snntorch's default True, except one variant): with reset_delay=False snntorch
     # branches on a tensor buffer, which decides compile/export cells, so a drawn flag would make them flaky.
     yield _neuron("Leaky[subtract]", "neuron.leaky", build_leaky(),
-                  fixed={"reset_mechanism": "subtract", "reset_delay": True})
+                  fixed={"reset_mechanism": "subtract", "reset_delay": True}, known=(FLOAT64_GRAD, FLOAT64_MEMBRANE))
     yield _neuron("Leaky[zero,reset_delay=False,learn_beta]", "neuron.leaky", build_leaky(learn_beta=True),
                   fixed={"reset_mechanism": "zero", "reset_delay": False}, param_map={"beta": "neuron.beta"},
-                  known=NO_RESET_DELAY_KNOWN + OPACUS_BUFFERS)
+                  known=NO_RESET_DELAY_KNOWN + OPACUS_BUFFERS + (FLOAT64_GRAD, FLOAT64_MEMBRANE))
     yield _neuron("Leaky[none,learn_threshold]", "neuron.leaky", build_leaky(learn_threshold=True),
                   fixed={"reset_mechanism": "none", "reset_delay": True}, param_map={"threshold": "neuron.threshold"},
-                  known=OPACUS_BUFFERS)
+                  known=OPACUS_BUFFERS + (FLOAT64_GRAD, FLOAT64_MEMBRANE))
     yield _neuron("Leaky[init_hidden]", "neuron.leaky", build_leaky(init_hidden=True),
                   fixed={"reset_mechanism": "subtract", "reset_delay": True}, returns_state=False,
-                  known=INIT_HIDDEN_STEPPED, protocol=CallProtocol(build_leaky(init_hidden=True, persist=True), reset="reset"))
-    yield _neuron("Synaptic", "neuron.synaptic", build_synaptic, fixed={"reset_delay": True})
+                  known=INIT_HIDDEN_STEPPED + (FLOAT64_GRAD, FLOAT64_MEMBRANE),
+                  protocol=CallProtocol(build_leaky(init_hidden=True, persist=True), reset="reset"))
+    yield _neuron("Synaptic", "neuron.synaptic", build_synaptic, fixed={"reset_delay": True}, known=(FLOAT64_GRAD,))
     # as constructed by default (threshold 1, atan(alpha=2), reset by subtraction, delayed) and driven as snntorch's
     # README does, the layer holding its membrane between calls
     defaults = {"threshold": 1.0, "reset_mechanism": "subtract", "reset_delay": True, "surrogate_alpha": None}
     for name, spec, fixed in (("Leaky", "neuron.leaky", dict(defaults, graded_spikes_factor=1.0)),
                               ("Synaptic", "neuron.synaptic", defaults)):
-        yield _neuron(f"{name}[default]", spec, build_default(name), fixed=fixed, known=HELD_STATE,
+        yield _neuron(f"{name}[default]", spec, build_default(name), fixed=fixed, known=HELD_STATE + (FLOAT64_GRAD,),
                       protocol=CallProtocol(build_default(name, persist=True)))
-    yield _neuron("Alpha", "neuron.alpha", build_alpha, fixed={})
-    yield _neuron("Lapicque", "neuron.lapicque", build_lapicque, fixed={})
+    yield _neuron("Alpha", "neuron.alpha", build_alpha, fixed={}, known=(FLOAT64_GRAD,))
+    yield _neuron("Lapicque", "neuron.lapicque", build_lapicque, fixed={}, known=(FLOAT64_GRAD,))
     yield _neuron("RLeaky", "neuron.rleaky", build_rleaky, fixed={"all_to_all": True, "reset_delay": True},
                   param_map={"V": "neuron.recurrent.weight", "recurrent_bias": "neuron.recurrent.bias"},
                   known=RLEAKY_KNOWN)
     # reset_delay=False: the spec documents what it should do; snntorch's RSynaptic code for it is a silent no-op.
     yield _neuron("RSynaptic[reset_delay=False]", "neuron.rsynaptic", build_rsynaptic,
                   fixed={"all_to_all": False, "reset_delay": False, "reset_mechanism": "subtract"},
-                  param_map={"V": "neuron.V"}, known=RSYNAPTIC_NO_RESET_DELAY + OPACUS_BUFFERS)
+                  param_map={"V": "neuron.V"}, known=RSYNAPTIC_NO_RESET_DELAY + OPACUS_BUFFERS + RSYNAPTIC_TIED_V)
     for name in SURROGATE_FACTORIES:
-        yield _surrogate(name, SURROGATE_SPECIFIC.get(name, ()))
+        # the float32 spikes round the gradient of every surrogate; sigmoid's and triangular's stay within the float64
+        # tolerance on the examples drawn
+        float64 = () if name in ("sigmoid", "triangular") else (FLOAT64_GRAD,)
+        yield _surrogate(name, SURROGATE_SPECIFIC.get(name, ()) + float64)

@@ -174,6 +174,16 @@ def _known_node(*, learnable: bool) -> tuple[Known, ...]:
               reason="forward+backward leaves the membrane v of the last step (a non-leaf tensor) in "
                      "MemoryModule._memories; copy.deepcopy refuses non-leaf tensors",
               reproducer="reproducers/spikingjelly/node_deepcopy_after_backward.py"),
+        Known("vmap", "no_state_leak", cause="state-leak", link=f"{_SRC}/base.py",
+              reason="the node keeps the membrane of its last step in MemoryModule._memories['v'] until reset(): "
+                     "called under torch.func.vmap it keeps the ended vmap's BatchedTensor there (copy.deepcopy "
+                     "then raises)",
+              reproducer="reproducers/spikingjelly/node_vmap_leaves_batched_v.py"),
+        Known("state_dict", "continues_mid_sequence", cause="copy-lost-state", link=f"{_SRC}/base.py",
+              reason="the node holds v between calls in MemoryModule._memories (register_memory), which state_dict "
+                     "does not save: a state_dict taken in the middle of a sequence restarts the rest of it from "
+                     "rest in the node it is loaded into",
+              reproducer="reproducers/spikingjelly/node_state_dict_drops_v.py"),
         Known("grad", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT, link=_OPS,
               reproducer="reproducers/spikingjelly/node_func_grad_old_style_function.py"),
         Known("jit_script", cause="jit-unsupported", reason=_JIT_NODE, link=f"{_SRC}/base.py",

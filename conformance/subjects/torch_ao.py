@@ -163,6 +163,12 @@ _DYNAMIC_LINEAR_KNOWN = (
           reason=_PACKED + " that declares no __obj_flatten__, which torch.export needs to lift it: export raises "
                            "AttributeError",
           reproducer="reproducers/torch/dynamic_linear_export_packed_params.py"),
+    Known("safetensors", cause="safetensors-refused",
+          link="https://github.com/huggingface/sentence-transformers/issues/2923",
+          reason="the layer's state_dict holds its packed weight as '_packed_params.dtype' (a torch.dtype) and "
+                 "'_packed_params._packed_params' (a tuple), which safetensors.torch.save refuses: it saves tensors "
+                 "only",
+          reproducer="reproducers/torch/dynamic_linear_safetensors_packed_params.py"),
 )
 
 

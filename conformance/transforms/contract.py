@@ -8,7 +8,17 @@ import inspect
 import torch
 from torch import nn
 
-from .harness import FORWARD_GRAD, Context, Transform, TransformRun, build, eager, run_forward_backward, stage
+from .harness import (
+    FORWARD_GRAD,
+    Context,
+    Transform,
+    TransformRun,
+    build,
+    eager,
+    run_forward_backward,
+    stage,
+    tensor_state,
+)
 
 #: where this transform stands in the table (and the report's columns)
 ORDER = 15
@@ -70,27 +80,22 @@ def _attribute_parts(module: nn.Module):
 
 
 def _storage(t: torch.Tensor) -> int | None:
-    """The address of ``t``'s memory (None for an empty tensor or one without storage)."""
+    """The address of ``t``'s memory (None for an empty tensor or one without storage: a wrapper tensor subclass, such
+    as quanto's quantized weights, has a storage object whose address raises)."""
     try:
         storage = t.untyped_storage()
+        return storage.data_ptr() if storage.nbytes() else None
     except (RuntimeError, NotImplementedError):
         return None
-    return storage.data_ptr() if storage.nbytes() else None
 
 
 def _tensors(module: nn.Module):
-    """("name (Kind)", tensor) of every parameter, buffer and tensor attribute of ``module`` and its submodules."""
-    for prefix, m in module.named_modules():
-        dot = f"{prefix}." if prefix else ""
-        for name, t in m._parameters.items():
-            if t is not None:
-                yield f"{dot}{name} (Parameter)", t
-        for name, t in m._buffers.items():
-            if t is not None:
-                yield f"{dot}{name} (buffer)", t
-        for name, value in _attribute_parts(m):
-            if isinstance(value, torch.Tensor):
-                yield f"{dot}{name} (tensor attribute)", value
+    """("name (Kind)", tensor) of every tensor ``module`` holds (``tensor_state``: parameters, buffers, tensors in its
+    attributes, containers and plain objects, and on its classes)."""
+    parameters, buffers = {id(t) for t in module.parameters()}, {id(t) for t in module.buffers()}
+    for path, t in tensor_state(module).items():
+        kind = "Parameter" if id(t) in parameters else "buffer" if id(t) in buffers else "tensor attribute"
+        yield f"{path} ({kind})", t
 
 
 def shared_between(module: nn.Module, other: nn.Module) -> list[tuple[str, str]]:

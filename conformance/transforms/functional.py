@@ -15,6 +15,7 @@ from .harness import (
     TransformRun,
     backward,
     build,
+    declared_parameter,
     drive,
     eager,
     grad_or_zeros,
@@ -29,14 +30,26 @@ ORDER = 20
 OPACUS = Library("opacus", "opacus", "1.6.0", dependencies=("opt_einsum",))
 
 
+def _lent(p: torch.Tensor, *, factor: float) -> torch.Tensor:
+    """The value functional_call is given for parameter ``p``: ``p * factor``; a library's quantized weight that has
+    no arithmetic (torchao's Int8Tensor raises NotImplementedError on aten.mul) is given as it is, a value of its own
+    type that users pass; so is an integer one (a quantized layer's codes, which no factor scales into other codes)."""
+    if not p.is_floating_point():
+        return p
+    try:
+        value = p.detach() * factor
+    except NotImplementedError:
+        value = p.detach()
+    return value.requires_grad_(p.requires_grad)
+
+
 def functional_call(ctx: Context) -> TransformRun:
     """torch.func.functional_call with other parameter values computes what a module holding them computes,
     leaves the module's own parameters, buffers and .grad untouched, and the module keeps none of the lent tensors."""
     module = build(ctx)
     before = ctx.watch(module)
     other = dict(module.named_parameters())
-    factor = 0.9
-    new_params = {n: (p.detach() * factor).requires_grad_(p.requires_grad) for n, p in other.items()}
+    new_params = {n: _lent(p, factor=0.9) for n, p in other.items()}
     inverse = {path: name for name, path in ctx.subject.param_map.items()}
 
     def call(x: torch.Tensor) -> torch.Tensor:
@@ -56,11 +69,20 @@ def functional_call(ctx: Context) -> TransformRun:
     # exactly the values passed to functional_call, so only the mechanism differs; each in memory of its own (not
     # copied in place: a library's default argument can put one tensor's memory under both builds' parameter)
     for name, value in new_params.items():
-        twin.get_parameter(name).data = value.detach().clone()
+        if value is other[name]:
+            continue  # lent as it is (integer codes): the twin, built from the same example, holds the same
+        held = twin.get_parameter(name)
+        if type(held) is nn.Parameter and type(value) is torch.Tensor:
+            held.data = value.detach().clone()
+        else:  # a tensor subclass (quanto's, torchao's quantized weight) ignores .data: hold the value itself
+            owner, _, attribute = name.rpartition(".")
+            setattr(twin.get_submodule(owner), attribute,
+                    nn.Parameter(value.detach().clone(), requires_grad=held.requires_grad))
     result.against = eager(ctx, twin)
     # torch.func.functional_call documents that buffers it is not given are the module's own: a forward that
     # updates them (a neuron's membrane) updates them as an eager forward does, which is no leak
-    result.findings.leaks = leaks(module, *before, eager_buffers=dict(snapshot_buffers(twin)), given=new_params)
+    lent = {n: v for n, v in new_params.items() if v is not other[n]}  # a parameter lent as it is stays the module's
+    result.findings.leaks = leaks(module, *before, eager_buffers=dict(snapshot_buffers(twin)), given=lent)
     return result
 
 
@@ -81,8 +103,9 @@ def vmap(ctx: Context) -> TransformRun:
     x, bd = ctx.input(), ctx.batch_dim
     with stage("vmap"):
         y = torch.func.vmap(_per_sample_call(module, bd), in_dims=bd, out_dims=bd)(x)
+    left = leaks(module, *before)  # before the reference runs: state held on the class is the reference's too
     result = TransformRun(y=y.detach(), against=TransformRun(y=_loop(ctx, build(ctx), x)))
-    result.findings.leaks = leaks(module, *before)
+    result.findings.leaks = left
     return result
 
 
@@ -91,12 +114,13 @@ def func_grad(ctx: Context) -> TransformRun:
     module = build(ctx)
     before = ctx.watch(module)
     x = ctx.input()
-    params = {n: p.detach() for n, p in module.named_parameters()}
+    params = {n: p.detach() for n, p in module.named_parameters() if p.is_floating_point()}
+    codes = {n: p for n, p in module.named_parameters() if not p.is_floating_point()}  # integers: no gradient
     cot = None
 
     def loss(p: dict, xi: torch.Tensor) -> torch.Tensor:
         nonlocal cot
-        y = torch.func.functional_call(module, p, (xi,))
+        y = torch.func.functional_call(module, {**p, **codes}, (xi,))
         cot = ctx.cotangent(y) if cot is None else cot
         return (y * cot).sum()
 
@@ -116,7 +140,7 @@ def per_sample_grad(ctx: Context) -> TransformRun:
     before = ctx.watch(module)
     x, bd = ctx.input(), ctx.batch_dim
     names = dict(ctx.subject.param_map)
-    params = {path: module.get_parameter(path).detach() for path in names.values()}
+    params = {path: declared_parameter(module, path).detach() for path in names.values()}
     full_cot = ctx.cotangent(_loop(ctx, build(ctx), x))
 
     def loss(p: dict, xi: torch.Tensor, ci: torch.Tensor) -> torch.Tensor:
@@ -198,7 +222,7 @@ def _opacus_transform(mode: str) -> Callable[[Context], TransformRun]:
             (y * full_cot).sum().backward()
             grads = {}
             for spec_name, path in ctx.subject.param_map.items():
-                p = module.get_parameter(path)
+                p = declared_parameter(module, path)
                 sample = getattr(p, "grad_sample", None)
                 if sample is None:
                     raise RuntimeError(f"Opacus computed no grad_sample for parameter {path!r}")

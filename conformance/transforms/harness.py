@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
@@ -97,10 +98,26 @@ class Context:
 
     def spec_params(self, module: nn.Module) -> dict[str, nn.Parameter]:
         """Spec parameter name -> the module's parameter holding it (only those the subject maps)."""
-        if isinstance(module, torch.jit.ScriptModule):  # which has no get_parameter
-            found = dict(module.named_parameters())
-            return {name: found[path] for name, path in self.subject.param_map.items()}
-        return {name: module.get_parameter(path) for name, path in self.subject.param_map.items()}
+        return {name: declared_parameter(module, path) for name, path in self.subject.param_map.items()}
+
+
+def declared_parameter(module: nn.Module, path: str) -> nn.Parameter:
+    """The parameter at ``path`` that the subject declares trainable (its ``param_map``). A buffer, a plain tensor
+    or nothing there fails the stage ``parameters`` (``parameter-not-trainable``): the gradient the spec defines for
+    it has nowhere to flow."""
+    found = dict(module.named_parameters())  # a ScriptModule has no get_parameter
+    if path in found:
+        return found[path]
+    owner, _, name = path.rpartition(".")
+    try:
+        held = getattr(module.get_submodule(owner) if owner else module, name)
+    except (AttributeError, RuntimeError):
+        held = None
+    what = ("nothing" if held is None else "a buffer" if path in dict(module.named_buffers())
+            else f"a plain {type(held).__name__} attribute")
+    raise TransformFailed("parameters", AttributeError(
+        f"the subject declares {path!r} a trainable parameter; {type(module).__name__} holds {what} there, not an "
+        "nn.Parameter"))
 
 
 def sequence_batch_dim(spec: Spec, example: Example) -> int:
@@ -160,6 +177,9 @@ class Findings:
     #: the transform's own failure, kept while it still records findings for other checks (a failed fullgraph
     #: compile still counts graph breaks)
     failure: TransformFailed | None = None
+    #: a copy taken in the middle of a sequence, continued beside its original (transforms/copies.py), or the
+    #: failure of taking it; None: not looked at
+    continuation: Any = None
     #: an exchange format's view of the module (transforms.nir.NirFindings: the graph and what it declares)
     nir: Any = None
 
@@ -275,30 +295,81 @@ def build(ctx: Context, example: Example | None = None) -> nn.Module:
 # --------------------------------------------------------------------------------------------- module state
 
 
+#: attributes every nn.Module has (its registries, hooks, mode): torch's bookkeeping, not the module's own state
+_MODULE_BOOKKEEPING = frozenset(vars(nn.Module()))
+#: how far the state walker looks from a module's attribute (containers and plain objects within it) ...
+STATE_DEPTH = 4
+#: ... and how many containers and objects it opens per module tree (a logger or a registry can reach thousands)
+STATE_BUDGET = 5000
+
+
 def tensor_state(module: nn.Module) -> dict[str, torch.Tensor]:
-    """Every tensor a module tree holds: parameters, buffers and plain tensor attributes (hidden state)."""
+    """Every tensor a module tree holds, by path: parameters, buffers, and the tensors reachable from its other
+    attributes, private ones (``_v``, spikingjelly's ``_memories``) included, inside dicts, lists, tuples, sets and
+    plain objects, and those its classes hold (``<Class>.attr``: shared by every instance). Bounded: STATE_DEPTH
+    levels from an attribute, each container or object opened once (cycles), STATE_BUDGET of them in all; modules
+    are walked as the tree's submodules only (a class's list of its instances is no state of one)."""
     found: dict[str, torch.Tensor] = {}
+    walk = _StateWalk()
     for prefix, sub in module.named_modules(remove_duplicate=False):
+        dot = f"{prefix}." if prefix else ""
+        for registry in (sub._parameters, sub._buffers):
+            for name, t in registry.items():
+                if isinstance(t, torch.Tensor):
+                    found[f"{dot}{name}"] = t
         for key, value in vars(sub).items():
-            if key in ("_parameters", "_buffers"):
-                for name, t in value.items():
-                    if isinstance(t, torch.Tensor):
-                        found[f"{prefix}.{name}" if prefix else name] = t
+            if key not in _MODULE_BOOKKEEPING:
+                found.update(walk.tensors(value, f"{dot}{key}"))
+        for cls in type(sub).__mro__:
+            if cls in walk.classes or cls.__module__.split(".")[0] in ("torch", "builtins"):
                 continue
-            for path, t in _tensors_in(value, key):
-                found[f"{prefix}.{path}" if prefix else path] = t
+            walk.classes.add(cls)
+            for key, value in vars(cls).items():
+                if not key.startswith("__"):
+                    found.update(walk.tensors(value, f"<{cls.__qualname__}>.{key}"))
     return found
 
 
-def _tensors_in(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, torch.Tensor]]:
-    if isinstance(value, torch.Tensor):
-        yield path, value
-    elif depth < 2 and isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            yield from _tensors_in(item, f"{path}[{i}]", depth + 1)
-    elif depth < 2 and isinstance(value, dict) and not path.startswith("_"):
-        for k, item in value.items():
-            yield from _tensors_in(item, f"{path}[{k!r}]", depth + 1)
+class _StateWalk:
+    """One bounded walk over what a module tree holds (see tensor_state)."""
+
+    def __init__(self) -> None:
+        self.opened: set[int] = set()
+        self.classes: set[type] = set()
+
+    def tensors(self, value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, torch.Tensor]]:
+        if isinstance(value, torch.Tensor):
+            yield path, value
+            return
+        items = _contents(value)
+        if items is None or depth >= STATE_DEPTH or id(value) in self.opened or len(self.opened) >= STATE_BUDGET:
+            return
+        self.opened.add(id(value))
+        for key, item in items:
+            yield from self.tensors(item, f"{path}{key}", depth + 1)
+
+
+def _contents(value: Any) -> list[tuple[str, Any]] | None:
+    """(path suffix, item) of a container or plain object that may hold state, or None for anything else (modules,
+    classes, functions, Python modules, numbers, strings)."""
+    if isinstance(value, (list, tuple)):
+        return [(f"[{i}]", item) for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        return [(f"[{k!r}]", item) for k, item in list(value.items())]
+    if isinstance(value, (set, frozenset)):
+        return [(f"{{{i}}}", item) for i, item in enumerate(value)]
+    if isinstance(value, (nn.Module, type)) or inspect.isroutine(value) or inspect.ismodule(value):
+        return None
+    attributes = getattr(value, "__dict__", None)
+    if not isinstance(attributes, dict):
+        return None
+    return [(f".{k}", item) for k, item in list(attributes.items())]
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal elementwise, a NaN in the same place in both included (a NaN a layer computes twice is the same value;
+    the spec's checks judge it)."""
+    return torch.equal(a, b) or (a.is_floating_point() and bool(((a == b) | (a.isnan() & b.isnan())).all()))
 
 
 def foreign_tensor(t: torch.Tensor) -> str | None:
@@ -307,17 +378,22 @@ def foreign_tensor(t: torch.Tensor) -> str | None:
         return "functorch-wrapped (vmap/grad/jvp) tensor"
     if type(t) not in (torch.Tensor, nn.Parameter, nn.Buffer if hasattr(nn, "Buffer") else torch.Tensor):
         name = type(t).__name__
-        return f"tensor subclass {name}" if "Fake" not in name else "FakeTensor from tracing"
+        if "Fake" in name:
+            return "FakeTensor from tracing"
+        if not isinstance(t, nn.Parameter):  # a Parameter of a library's own subclass (quantized weights) is its state
+            return f"tensor subclass {name}"
     if torch._is_functional_tensor(t) or torch._C._functorch.is_functionaltensor(t):
         return "functional tensor from tracing"
     return None
 
 
 def snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
-    """Detached copies of the module's parameters and buffers (values a transform must leave untouched)."""
+    """Detached copies of the module's parameters and buffers (values a transform must leave untouched). Parameters of
+    a library's own tensor subclass are left out: their clone is another type (quanto's dequantizes), so no comparison
+    with it could tell a change."""
     out = {}
     for name, t in list(module.named_parameters()) + list(module.named_buffers()):
-        if foreign_tensor(t) is None:
+        if foreign_tensor(t) is None and type(t) in (torch.Tensor, nn.Parameter):
             out[name] = t.detach().clone()
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .harness import Context, HookCapture, Transform, TransformRun, build, eager, run_forward_backward
+from .harness import Context, HookCapture, Transform, TransformRun, build, eager, run_forward_backward, same_values
 
 #: where these transforms stand in the table (and the report's columns)
 ORDER = 50
@@ -46,7 +46,7 @@ def forward_hooks(ctx: Context) -> TransformRun:
             start = len(captured)  # a module fed one step per call: this call's captures
             y = self.subject(x)
             for name, ref, value in captured[start:]:
-                if ref.shape != value.shape or not torch.equal(ref.detach(), value):
+                if ref.shape != value.shape or not same_values(ref.detach(), value):
                     mutated.append(name)
             out = self.downstream(y)
             return (out - 1.0) / 2.0 if out.is_floating_point() else out

@@ -318,3 +318,74 @@ def test_dynamic_linear_is_torchs_dynamic_linear_from_its_float_weight():
         got = affine.dynamic_linear(x.double(), linear.weight.double(), linear.bias.double())
         torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
         assert got.shape == (m, n) and got.dtype == torch.float32
+
+
+# ----------------------------------------------------------------------------------------------- torchao's layers
+
+def test_symmetric_weight_only_linear_rounds_the_row_extremes_and_ties_to_even():
+    """Largest magnitude 15.9375: scale 15.9375 / 127.5 = 0.125 exactly; +-127.5 round half to even to 128 (clamped
+    to 127) and -128, the .5 ties to even."""
+    w = torch.tensor([[15.9375, 0.0625, 0.1875, 0.3125, -0.3125, -15.9375, 1.0, -0.5]], dtype=torch.float64)
+    codes = [127, 0, 2, 2, -2, -128, 8, -4]
+    x = torch.tensor([[1.0, -2.0, 0.5, 0.25, 1e4, 3.0, -0.75, 2.0]], dtype=torch.float64, requires_grad=True)
+    bias = torch.tensor([0.5], dtype=torch.float64, requires_grad=True)
+    y = affine.symmetric_weight_only_linear(x, w, bias)
+    weight = [c * 0.125 for c in codes]
+    assert y.item() == sum(a * b for a, b in zip(x[0].tolist(), weight)) + 0.5
+    gx, gb = torch.autograd.grad(y.sum(), (x, bias))
+    assert gx[0].tolist() == weight and gb.tolist() == [1.0]
+
+
+@pytest.mark.parametrize("eps,codes", [(float(torch.finfo(torch.float32).eps), [0, 0, 0]),
+                                       (float(torch.finfo(torch.float32).tiny), [127, -64, 26])])
+def test_symmetric_weight_only_linear_scale_is_at_least_eps(eps, codes):
+    """A row of magnitudes below eps * 127.5: float32's eps (torchao's Int8Tensor) zeroes it, its smallest normal
+    (IntxUnpackedToInt8Tensor) keeps it."""
+    w = [f32(v) for v in (1e-9, -5e-10, 2e-10)]
+    y = affine.symmetric_weight_only_linear(torch.eye(3, dtype=torch.float64), torch.tensor([w], dtype=torch.float64),
+                                            eps=eps)
+    scale = max(f32(max(abs(v) for v in w) / 127.5), eps)
+    assert [code(v, scale, 0, -128, 127) for v in w] == codes
+    assert y[:, 0].tolist() == [c * f32(scale) for c in codes]
+
+
+@FAST
+@given(st.lists(st.floats(-8.0, 8.0, width=32), min_size=1, max_size=6))
+def test_symmetric_weight_only_linear_quantizes_in_float32(row):
+    """``w * inv_scale`` rounded to float32 before rounding to an integer (torchao's quantize_affine on the float32
+    weight): the row's extremes land on +-127.5 exactly where float32 says so."""
+    scale = max(f32(max(abs(v) for v in row) / 127.5), float(torch.finfo(torch.float32).eps))
+    w = torch.tensor([row], dtype=torch.float64)
+    y = affine.symmetric_weight_only_linear(torch.eye(len(row), dtype=torch.float64), w)
+    assert y[:, 0].tolist() == [code(v, scale, 0, -128, 127) * f32(scale) for v in row]
+
+
+def test_dynamic_linear_per_output_channel_weight_and_per_token_activation():
+    """torchao's Int8DynamicActivationInt8WeightConfig: the weight symmetric int8 per output channel, the activation
+    symmetric int8 per token, the integer product rescaled by both scales."""
+    x = torch.tensor([[0.3, -1.2, 2.5], [4.0, 0.1, -0.7]], dtype=torch.float64)
+    w = torch.tensor([[0.5, -0.25, 1.0], [2.0, 0.125, -4.0]], dtype=torch.float64)
+    bias = torch.tensor([0.25, -1.0], dtype=torch.float64)
+    y = affine.dynamic_linear(x, w, bias, quant_min=-128, quant_max=127, symmetric=True, per_token=True,
+                              weight_axis=0)
+    for m, row in enumerate(x.tolist()):
+        sx = f32(max(abs(v) for v in row) / 127.5)
+        qx = [code(v, sx, 0, -128, 127) for v in row]
+        for n, w_row in enumerate(w.tolist()):
+            sw = f32(max(abs(v) for v in w_row) / 127.5)
+            qw = [code(v, sw, 0, -128, 127) for v in w_row]
+            acc = sum(a * b for a, b in zip(qx, qw))
+            assert y[m, n].item() == pytest.approx(acc * sx * sw + bias[n].item(), rel=1e-6)
+
+
+@FAST
+@given(st.lists(st.floats(-8.0, 8.0, width=32), min_size=1, max_size=6))
+def test_per_token_activation_quantizes_in_float32(row):
+    """Per token the activation's codes are torchao's: ``x * inv_scale`` rounded to float32 first (a token's
+    extreme lands on +-127.5 exactly where float32 says so); read through an identity weight of scale 1."""
+    k = len(row)
+    y = affine.dynamic_quantized_linear(torch.tensor([row], dtype=torch.float64), torch.eye(k, dtype=torch.int32),
+                                        weight_scale=1.0, quant_min=-128, quant_max=127, symmetric=True,
+                                        per_token=True)
+    sx = max(f32(max(abs(v) for v in row) / 127.5), float(torch.finfo(torch.float32).eps))
+    assert y[0].tolist() == [f32(code(v, sx, 0, -128, 127) * sx) for v in row]
