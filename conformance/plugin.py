@@ -256,15 +256,23 @@ def _set_aside_unrunnable(config: pytest.Config, items: list) -> None:
     if not aside:
         return
     config.stash[_UNRUNNABLE] = [cell for _, cell, _ in aside]
-    if not _is_worker(config) or config.workerinput.get("workerid") == "gw0":  # one process records them
+    records = not config.option.collectonly and (not _is_worker(config) or config.workerinput.get("workerid") == "gw0")
+    if records:  # one process of the run records them; --collect-only records nothing
         recorder: Recorder = config.pluginmanager.get_plugin("conformance-recorder")
-        recorder.write_skipped([(cell, reason) for _, cell, reason in aside])
+        try:
+            recorder.write_skipped([(cell, reason) for _, cell, reason in aside])
+        except OSError as error:  # a full disk before the first cell: one line, and nothing runs
+            raise pytest.UsageError(f"conformance: cannot write the records of the cells that cannot run here into "
+                                    f"{terminal_text(str(recorder.dir))}: {error.strerror or error}; nothing was run "
+                                    "(the records written so far are kept)") from None
     config.stash[_SETTING_ASIDE] = True
     try:
         config.hook.pytest_deselected(items=[item for item, _, _ in aside])
     finally:
         config.stash[_SETTING_ASIDE] = False
     items[:] = keep
+    if config.option.collectonly:
+        return
     config.stash[_UNRUNNABLE_COUNT] = len(aside)
     if _is_worker(config):
         config.workeroutput["conformance_unrunnable"] = len(aside)

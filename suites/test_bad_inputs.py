@@ -277,13 +277,13 @@ def test_conformance(cell, record_cell):
 '''
 
 
-def run_cells(tmp_path: Path, results: Path, **env: str) -> subprocess.CompletedProcess:
+def run_cells(tmp_path: Path, results: Path, *options: str, **env: str) -> subprocess.CompletedProcess:
     (tmp_path / "test_sign.py").write_text(SIGN_CELLS)
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "CONFORMANCE_"))}
     clean["PYTHONPATH"] = str(ROOT)
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
-                           str(tmp_path / "test_sign.py"), "-k", "cpu and float32", "--results-dir", str(results)],
-                          cwd=tmp_path, env={**clean, **env}, capture_output=True, text=True, timeout=120)
+                           str(tmp_path / "test_sign.py"), "-k", "cpu and float32", "--results-dir", str(results),
+                           *options], cwd=tmp_path, env={**clean, **env}, capture_output=True, text=True, timeout=120)
 
 
 def test_a_results_dir_that_cannot_be_written_stops_the_run_before_any_cell(tmp_path):
@@ -294,9 +294,19 @@ def test_a_results_dir_that_cannot_be_written_stops_the_run_before_any_cell(tmp_
     assert "Traceback" not in done.stdout + done.stderr and " passed" not in done.stdout
 
 
-def test_a_full_disk_during_a_run_is_one_line_and_stops_the_run(tmp_path):
+def test_a_full_disk_while_recording_the_cells_that_cannot_run_here_is_one_line_and_runs_nothing(tmp_path):
     results = tmp_path / "run"
     done = run_cells(tmp_path, results, DISK_FULL_AFTER="1")
+    printed = done.stdout + done.stderr
+    assert done.returncode == 4 and printed.count("cannot write the records of the cells that cannot run") == 1
+    assert "Traceback" not in printed and "OSError" not in printed and " passed" not in printed, printed
+    problems: list[Problem] = []
+    assert len(list(iter_records([results], problems))) == 1 and not problems
+
+
+def test_a_full_disk_during_a_run_is_one_line_and_stops_the_run(tmp_path):
+    results = tmp_path / "run"
+    done = run_cells(tmp_path, results, "--collect-unrunnable", DISK_FULL_AFTER="1")
     printed = done.stdout + done.stderr
     assert done.returncode == 2, printed
     assert printed.count("cannot write the record of mylib.Sign|eager|") == 1, printed
