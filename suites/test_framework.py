@@ -351,7 +351,8 @@ def test_two_workers_survive_a_crash_and_a_hang_in_c_and_finish(tmp_path):
             check_cell(cell, record=record_cell)
     """))
     results = tmp_path / "results"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), CONFORMANCE_RUN_ID="two-workers", CONFORMANCE_CELL_TIMEOUT="2")  # 1 s: cells timed out under load
+    # a 1 s cell timeout stopped healthy cells under load
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CONFORMANCE_RUN_ID="two-workers", CONFORMANCE_CELL_TIMEOUT="2")
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "pytest", str(test_file), "-p", "conformance.plugin", "-n", "2",
                            "-p", "no:cacheprovider", "-q", "--results-dir", str(results),
