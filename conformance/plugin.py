@@ -496,6 +496,10 @@ class Recorder:
         if self.config.stash.get(_STRICTNESS, None):
             pytest.fail(self.config.stash[_STRICTNESS], pytrace=False)
         configure_process(self.config.rootpath)
+        if self.isolation != "fork":  # cells share this process: their compiler settings are put back after each
+            from .core.isolation import watch_compiler_configs
+
+            watch_compiler_configs()
         ended = self.ended(cell.id)
         if ended is not None:
             pytest.skip(f"recorded as {ended.get('outcome')} earlier in this run (it ended a process); "

@@ -17,6 +17,7 @@ and running a cell in a forked child (``run_forked``).
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,9 +62,18 @@ _COMPILER_CONFIGS = ("torch._inductor.config", "torch._dynamo.config")
 
 
 def _compiler_configs() -> tuple:
+    """The settings of the compiler config modules imported so far (importing one costs 0.7 s: a forked cell must
+    not pay it; a long-lived process imports them once, ``watch_compiler_configs``)."""
+    return tuple((name, sys.modules[name].get_config_copy()) for name in _COMPILER_CONFIGS if name in sys.modules)
+
+
+def watch_compiler_configs() -> None:
+    """Import the compiler config modules, so that every later snapshot in this process holds their settings (for
+    processes that run many cells: an xdist worker, --isolation none)."""
     import importlib
 
-    return tuple((name, importlib.import_module(name).get_config_copy()) for name in _COMPILER_CONFIGS)
+    for name in _COMPILER_CONFIGS:
+        importlib.import_module(name)
 
 
 def snapshot() -> Snapshot:
