@@ -29,6 +29,16 @@ class Network(nn.Module):
         return self.run(self.net, x)
 
 
+def float_linear(example) -> nn.Linear:
+    """The float32 ``nn.Linear`` a user starts from before quantizing it, holding the example's weight and bias."""
+    weight, bias = example.params["weight"], example.params["bias"]
+    linear = nn.Linear(weight.shape[1], weight.shape[0])
+    with torch.no_grad():
+        linear.weight.copy_(weight)
+        linear.bias.copy_(bias)
+    return linear
+
+
 def network_linear(example, dtype: torch.dtype | None = None) -> nn.Linear:
     """The Linear(4, 3) of model.snn_network with the example's weights."""
     from conformance.specs.models import NETWORK_INPUTS, NETWORK_NEURONS, network_weights

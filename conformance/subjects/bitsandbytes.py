@@ -22,6 +22,7 @@ from typing import Iterator
 from torch import nn
 
 from ..core.types import Example, Known, Library, Subject
+from . import float_linear
 
 LIBRARY = Library("bitsandbytes", "bitsandbytes", "0.50.2", no_deps=True, dependencies=("numpy", "packaging"),
                   gpu=False)
@@ -116,18 +117,10 @@ _KNOWN_8BIT_EVAL = _KNOWN_8BIT + (
 )
 
 
-def _linear(example: Example) -> nn.Linear:
-    """The float layer a user starts from, holding the example's weight and bias (float32)."""
-    weight, bias = example.params["weight"], example.params["bias"]
-    linear = nn.Linear(weight.shape[1], weight.shape[0])
-    linear.load_state_dict({"weight": weight.float(), "bias": bias.float()})
-    return linear
-
-
 def build_linear_4bit(example: Example) -> nn.Module:
     import bitsandbytes as bnb
 
-    linear = _linear(example)
+    linear = float_linear(example)
     h = example.hyper
     layer = bnb.nn.Linear4bit(linear.in_features, linear.out_features, quant_type=h["quant_type"],
                               compress_statistics=h["compress_statistics"])
@@ -138,7 +131,7 @@ def build_linear_4bit(example: Example) -> nn.Module:
 def build_linear_8bit(example: Example) -> nn.Module:
     import bitsandbytes as bnb
 
-    linear = _linear(example)
+    linear = float_linear(example)
     layer = bnb.nn.Linear8bitLt(linear.in_features, linear.out_features, has_fp16_weights=False)
     layer.load_state_dict(linear.state_dict())
     layer = layer.to("cpu")

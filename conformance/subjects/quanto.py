@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from ..core.types import Example, Known, Library, Subject
+from . import float_linear
 
 LIBRARY = Library("quanto", "optimum-quanto", "0.2.7", no_deps=True, dependencies=("numpy",))
 REQUIRES = ("optimum.quanto",)
@@ -44,11 +45,7 @@ def build_quantized(weights: str, *, frozen: bool):
     def build(example: Example) -> nn.Module:
         from optimum.quanto import freeze, qtypes, quantize
 
-        weight, bias = example.params["weight"], example.params["bias"]
-        model = nn.Sequential(nn.Linear(weight.shape[1], weight.shape[0]))
-        with torch.no_grad():
-            model[0].weight.copy_(weight)
-            model[0].bias.copy_(bias)
+        model = nn.Sequential(float_linear(example))
         quantize(model, weights=qtypes[weights])
         if frozen:
             freeze(model)

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from ..core.types import Example, Known, Library, Subject
+from . import float_linear
 
 LIBRARY = Library("torch", "torch", "2.13.0", gpu=False)
 
@@ -176,11 +177,7 @@ def build_dynamic_linear(example: Example) -> nn.Module:
     from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
     from torch.ao.quantization import default_dynamic_qconfig
 
-    weight, bias = example.params["weight"], example.params["bias"]
-    linear = nn.Linear(weight.shape[1], weight.shape[0])
-    with torch.no_grad():
-        linear.weight.copy_(weight)
-        linear.bias.copy_(bias)
+    linear = float_linear(example)
     linear.qconfig = default_dynamic_qconfig
     return DynamicLinear.from_float(linear)
 

@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ..core.types import Example, Known, Library, Subject
+from . import float_linear
 
 #: Declares no dependencies; installed without them all the same, so the set-up never resolves torch again.
 #: Not on the GPU machine: its subjects are CPU-only here (their CUDA kernels are another set of cells).
@@ -47,20 +48,11 @@ CPU = frozenset({"cpu"})
 IN_FEATURES = st.integers(2, 8)
 
 
-def _linear(example: Example) -> nn.Linear:
-    weight, bias = example.params["weight"], example.params["bias"]
-    linear = nn.Linear(weight.shape[1], weight.shape[0])
-    with torch.no_grad():
-        linear.weight.copy_(weight)
-        linear.bias.copy_(bias)
-    return linear
-
-
 def _quantized(config_name: str):
     def build(example: Example) -> nn.Module:
         from torchao import quantization
 
-        linear = _linear(example)
+        linear = float_linear(example)
         quantization.quantize_(linear, getattr(quantization, config_name)())
         return linear
 
