@@ -168,6 +168,7 @@ def test_a_crash_and_hangs_cost_one_cell_each_under_loadgroup(tmp_path):
     # runs where the rest of such a subject runs (a forked child); more would only wait for more timeouts.
     two_checks = "(forward_matches_spec or grad_matches_spec)"
     done = pytest_run([str(MATRIX), "-n", "2", "--dist", "loadgroup", "-q", "--results-dir", str(results),
+                       "--subjects", "faulty.*",
                        "--cell-timeout", "2",  # 1 s: under a load of 4 a crashing subject's forked cell timed out
                        "-k", f"faulty and cpu and float32 and eager and not compile and not checkpoint"
                              f" and (not hang or {two_checks})"],
@@ -254,6 +255,7 @@ def test_a_killed_run_is_finished_by_resume_with_every_cell_recorded_once(tmp_pa
     site = install_faulty_library(tmp_path)
     results = tmp_path / "results"
     args = [str(MATRIX), "-n", "2", "--dist", "loadgroup", "-q", "--results-dir", str(results),
+            "--subjects", "faulty.*",
             "-k", "faulty and cpu and float32 and (eager or copy or pickle or state_dict) "
                   "and not compile and not checkpoint"]
     env = {"FAULTY_SUBJECTS": "slow,fine", "FAULTY_SLOW_S": "0.1"}

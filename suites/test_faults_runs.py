@@ -255,7 +255,7 @@ def _run_matrix(tmp_path: Path, subjects: str, *extra: str, timeout: float = 240
     if not site.exists():
         install_faulty_library(tmp_path, PLAIN_IDS)
     args = [str(MATRIX), "-n", "2", "--dist", "loadgroup", "-q", "--results-dir", str(tmp_path / "results"),
-            "--cell-timeout", "1", "-k", TWO_CHECKS, *extra]
+            "--subjects", "faulty.*", "--cell-timeout", "1", "-k", TWO_CHECKS, *extra]
     return pytest_run(args, cwd=tmp_path, site=site, env={"FAULTY_SUBJECTS": subjects, **(env or {})},
                       timeout=timeout, new_session=True, wait=wait)
 

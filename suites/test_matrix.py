@@ -2,21 +2,22 @@
 
 Hypothesis draws the examples inside ``run_cell``; every cell is recorded, whatever its outcome. A known failure
 that matches no collected cell or lacks its reproducer stops the session at collection (conformance.strict, in the
-plugin: the same in every repository that uses it).
+plugin: the same in every repository that uses it). ``--subjects GLOB`` collects only those subjects' cells.
 """
 
 import pytest
 
-from conformance import registry
-
-CELLS = registry.cells()
+from conformance.plugin import matrix_cells
 
 
-# Checks of one (subject, transform) share a worker, so its compiled module and outcomes are reused
-# (run with --dist loadgroup; ./run test does).
-PARAMS = [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(f"{c.subject}|{c.transform}")) for c in CELLS]
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # Checks of one (subject, transform) share a worker, so its compiled module and outcomes are reused
+    # (run with --dist loadgroup; ./run test does).
+    if "cell" in metafunc.fixturenames:
+        metafunc.parametrize("cell", [pytest.param(c, id=c.id,
+                                                   marks=pytest.mark.xdist_group(f"{c.subject}|{c.transform}"))
+                                      for c in matrix_cells(metafunc.config)])
 
 
-@pytest.mark.parametrize("cell", PARAMS)
 def test_cell(cell, record_cell):
     record_cell(cell, record_cell.run(cell))

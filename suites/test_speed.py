@@ -138,3 +138,64 @@ def test_cells_that_cannot_run_here_are_recorded_as_skip_without_being_run_and_s
     set_aside = sum(r["outcome"] == "skip" for r in records)
     assert kept.returncode == 0 and f"{set_aside} skipped" in kept.stdout, kept.stdout[-2000:]
     assert {r["cell"]: r["outcome"] for r in kept_records} == {r["cell"]: r["outcome"] for r in records}
+
+
+def test_subjects_collects_only_the_named_subjects_cells_and_the_run_is_partial():
+    """--subjects GLOB parametrizes the matrix file with those subjects' cells only (the system tests' subprocess
+    runs use it: -k over the whole matrix collects every cell first). Known failures of the other subjects match no
+    collected cell; the run is partial, so they are not stale."""
+    from conformance import registry
+    from suites.test_faults import MATRIX, ROOT, pytest_run
+
+    done = pytest_run([str(MATRIX), "-q", "-p", "no:xdist", "--co", "--collect-unrunnable",
+                       "--subjects", "reference.quant.sign_st?", "--subjects", "snntorch.Leaky[default]"],
+                      cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    ids = [line.split("::test_cell[", 1)[1].rsplit("]", 1)[0] for line in done.stdout.splitlines()
+           if "::test_cell[" in line]
+    expected = registry.cells(["reference.quant.sign_ste", "snntorch.Leaky[default]"])
+    assert ids == [c.id for c in expected]
+    assert {registry.parse_cell_id(i).subject for i in ids} == {"reference.quant.sign_ste", "snntorch.Leaky[default]"}
+
+    nothing = pytest_run([str(MATRIX), "-q", "-p", "no:xdist", "--co", "--subjects", "no.such.*"], cwd=ROOT,
+                         timeout=120)
+    said = nothing.stdout + nothing.stderr
+    assert nothing.returncode == 4 and "--subjects 'no.such.*': no registered subject matches" in said, said
+    assert "Traceback" not in said
+
+
+def test_onnx_exports_reuse_the_torchlib_list_and_export_the_same_model():
+    """The onnx column keeps onnxscript's torchlib list for the process (keep_torchlib_ops): each export still gets
+    a registry of its own, and the exported model is byte for byte the one a plain export makes."""
+    import importlib
+
+    import pytest
+    import torch
+
+    pytest.importorskip("onnxscript")
+    from torch.onnx._internal._lazy_import import onnxscript_apis
+
+    from conformance.transforms.onnx import keep_torchlib_ops
+
+    module = importlib.import_module(onnxscript_apis._name)
+    keep_torchlib_ops()
+    kept = module.get_torchlib_ops
+    assert kept.kept_by_conformance
+    keep_torchlib_ops()  # idempotent: not wrapped twice
+    assert module.get_torchlib_ops is kept
+    assert [m.qualified_name for m in kept()] == [m.qualified_name for m in kept.original()]
+    assert kept() is not kept()  # a fresh list each call: a caller that changes it changes nothing kept
+
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh()).eval()
+    x = torch.randn(2, 4)
+
+    def exported() -> bytes:
+        return torch.onnx.export(net, (x,), dynamo=True, verbose=False).model_proto.SerializeToString()
+
+    with_kept = exported()
+    module.get_torchlib_ops = kept.original
+    try:
+        plain = exported()
+    finally:
+        module.get_torchlib_ops = kept
+    assert with_kept == plain
