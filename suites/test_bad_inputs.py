@@ -15,6 +15,7 @@ import pytest
 
 from conformance import expectations
 from conformance.records.io import Problem, iter_records
+from conformance.records.schema import VERSION
 from conformance.report.cli import main as report
 
 from .report.conftest import record, write
@@ -43,7 +44,8 @@ UNREADABLE_BASELINES = {
     "corrupt gz": {"run.jsonl.gz": gzip.compress(GOOD_LINE * 50)[:40] + b"\x00garbage" * 10},
     "gz of a broken stream": {"run.jsonl.gz": b"\x1f\x8b\x08\x00garbage" * 10},
     "binary data": {"gw0.jsonl": bytes(range(256)) * 4},
-    "future schema": {"gw0.jsonl": GOOD_LINE.replace(b'"schema": 1', b'"schema": 2') + b"\n"},
+    "future schema": {"gw0.jsonl": GOOD_LINE.replace(b'"schema": %d' % VERSION, b'"schema": %d' % (VERSION + 1))
+                      + b"\n"},
 }
 
 

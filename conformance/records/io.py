@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .. import SUITE_ROOT
-from .schema import VERSION, Record, invalid
+from .schema import VERSION, Record, invalid, upgrade
 
-#: The longest free text a record keeps (a library's error message can be megabytes).
+#: The longest free text a record keeps (a library's error message can be megabytes), and a reader keeps of a
+#: record written elsewhere.
 TEXT_CAP = 4000
 DEFAULT_DIR = Path("reports") / "results"
 
@@ -224,6 +225,7 @@ def parse_line(line: bytes) -> tuple[dict | None, str | None]:
         return None, f"nested deeper than {MAX_DEPTH} levels"
     if _SURROGATE_ESCAPE.search(text) and not _encodable(record):
         return None, "a string with a lone surrogate (not encodable as UTF-8)"
+    record = upgrade(record)
     return record, invalid(record)
 
 
@@ -283,13 +285,15 @@ def _expand(paths: Iterable[Path | str]) -> Iterator[Path]:
 #: The suite's description, written beside the records of a run: the transforms in table order and one docstring per
 #: transform and check, so the report orders and explains its columns from what was recorded, without the framework.
 SUITE_FILE = "suite.json"
+#: The suite file's own version (not the records')
+SUITE_SCHEMA = 1
 
 
 def write_suite_file(directory: Path, description: dict) -> None:
     """Write ``description`` ({"transforms": [{"id", "doc"}], "checks": {name: doc}}) beside a run's records."""
     from ..core.fileio import atomic_write
 
-    atomic_write(Path(directory) / SUITE_FILE, json.dumps({"kind": "conformance.suite", "schema": VERSION,
+    atomic_write(Path(directory) / SUITE_FILE, json.dumps({"kind": "conformance.suite", "schema": SUITE_SCHEMA,
                                                          **description}, sort_keys=True) + "\n")
 
 

@@ -1,15 +1,19 @@
 """The cell record: one JSON object per line, the only thing the report and the expectations read. This module is
 its one description, used by the writer (``io.make_record``), the reader's validator (``invalid``) and the report.
 
-Version 1. Every field below is written; ``library_version`` and ``extra`` may be absent from older records, and
-``env`` gained ``suite_time`` and ``suite_version`` (absent from older records too).
+Version 2: every field of ``Record`` is written, ``extra`` and ``also`` only when not empty. Version 1 was the same
+record before those fields were all there (``library_version``, ``extra``, ``also`` and ``env``'s ``suite_time`` and
+``suite_version`` came in under it): ``upgrade`` reads it as version 2, filling what it lacks with None. Any other
+version is refused.
 """
 
 from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-VERSION = 1
+VERSION = 2
+#: The versions ``upgrade`` reads.
+READABLE = (1, 2)
 OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip", "crash", "timeout")
 
 
@@ -29,11 +33,20 @@ class Environment(TypedDict, total=False):
     hypothesis_profile: str
 
 
-class Known(TypedDict):
+class KnownRecord(TypedDict):
+    """The known failure a cell matched (conformance.core.types.Known, as recorded)."""
+
     reason: str
     link: str
     cause: str | None
     reproducer: NotRequired[str]  # path from the suite's root of the standalone script that shows it
+
+
+class Also(TypedDict):
+    """One further finding of a cell (its cause and message), beside the one that decided its outcome."""
+
+    cause: str
+    message: str | None
 
 
 class Record(TypedDict):
@@ -59,11 +72,12 @@ class Record(TypedDict):
     tie_excluded: int  # output elements excused by the tie rule
     example: str | None  # the minimal failing example
     reproduce: str  # the command that runs this cell alone
-    known: Known | None
+    known: KnownRecord | None
     duration_s: float
     started: str  # ISO-8601 UTC
     env: Environment
-    extra: dict[str, Any]  # written only when not empty
+    extra: NotRequired[dict[str, Any]]  # what a transform adds (e.g. graph breaks); written only when not empty
+    also: NotRequired[list[Also]]  # further findings of the same cell besides ``cause``; only when not empty
 
 
 #: The coordinates and verdict: a record without any of them as a string is not a cell record.
@@ -81,6 +95,17 @@ LARGEST = 1e308
 _NUMERIC = [k for k, kinds in _TYPES.items() if kinds in (_NUMBER, (int,))]
 
 
+def upgrade(record: Any) -> Any:
+    """``record`` as this version writes it, where it is of a version ``READABLE`` lists (a copy; anything else is
+    returned as it is, for ``invalid`` to say what is wrong)."""
+    if not isinstance(record, dict) or record.get("schema") != 1:
+        return record
+    upgraded = {**record, "schema": VERSION, "library_version": record.get("library_version")}
+    if isinstance(record.get("env"), dict):
+        upgraded["env"] = {"suite_time": None, "suite_version": None, **record["env"]}
+    return upgraded
+
+
 def invalid(record: Any) -> str | None:
     """Why ``record`` is not a usable cell record of this version (one line), or None."""
     if not isinstance(record, dict):
@@ -88,7 +113,7 @@ def invalid(record: Any) -> str | None:
     if record.get("kind", "cell") != "cell":
         return f"foreign record kind {record.get('kind')!r}"
     if record.get("schema") != VERSION:
-        return f"unknown schema {record.get('schema')!r} (expected {VERSION})"
+        return f"unknown schema {record.get('schema')!r} (this version reads {' and '.join(map(str, READABLE))})"
     missing = [k for k in REQUIRED if not isinstance(record.get(k), str)]
     if missing:
         return f"missing or non-string field(s) {missing}"

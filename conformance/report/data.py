@@ -26,7 +26,7 @@ from typing import Iterable, Iterator
 from ..core.escape import cell_command
 from ..core.settings import PROFILES
 from ..records.expectations import implied, is_implied
-from ..records.io import NO_DEVICE, Problem, cell_key, iter_records, read_suite_files, record_files
+from ..records.io import NO_DEVICE, TEXT_CAP, Problem, cell_key, iter_records, read_suite_files, record_files
 
 #: Version of matrix.json's layout (bump on an incompatible change).
 JSON_SCHEMA_VERSION = 1
@@ -37,9 +37,6 @@ GOOD = frozenset({"pass", "xfail"})
 #: Runs older than this are marked stale in the report.
 STALE_AFTER_S = 7 * 24 * 3600
 
-_OPTIONAL_NUM = ("max_abs_err", "max_rel_err", "atol", "rtol", "duration_s")
-#: The longest free text (message, example, known reason, ...) kept from a record when it is loaded.
-TEXT_CAP = 4000
 #: The longest coordinate, run id, time, cause, version or environment value kept from a record.
 SHORT_CAP = 500
 #: At most this many entries of a record's environment (and of its ``libraries``) are kept.

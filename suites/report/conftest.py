@@ -21,7 +21,7 @@ ENV = {"python": "3.11.9", "torch": "2.13.0+cpu", "platform": "linux-x86_64", "c
 def record(subject: str, transform: str, check: str, outcome: str, *, device: str = "cpu", dtype: str = "float32",
            library: str | None = None, spec: str = "neuron.leaky", cause: str | None = None, message: str = "",
            started: str = "2025-01-01T00:00:00Z", run: str = "run-a", env: dict | None = None, **fields) -> dict:
-    """One schema-1 record built by ``make_record``, with a fixed start time."""
+    """One record as ``make_record`` writes it (this version's schema), with a fixed start time."""
     cell = Cell(subject, transform, check, device, dtype)
     library = library or subject.split(".", 1)[0]
     result = CellResult(outcome=outcome, cause=cause, message=message,

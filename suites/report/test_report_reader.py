@@ -3,6 +3,7 @@ rates that a filter can be applied to, and what summary.md compares against."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -109,3 +110,29 @@ def test_summary_says_what_it_compares_against_and_links_relatively(repo, tmp_pa
     compared = next(line for line in summary.splitlines() if line.startswith("Compared against:"))
     assert "diff.md" in re.findall(r"\]\(([^)]+)\)", summary)
     assert "<script>" not in compared and "&lt;script&gt;" in compared  # the baseline's name, escaped
+
+
+def test_a_record_of_the_previous_schema_is_read_as_this_one_and_a_future_one_is_refused(tmp_path):
+    """Records of schema 1 (before library_version, extra, also and env's suite_time/suite_version were all
+    there: the checked-in CUDA and history records) are upgraded on reading; an unknown version is a counted
+    problem, not a record."""
+    from conformance.records import schema
+    from conformance.records.io import Problem, iter_records
+
+    current = record("lib.A", "eager", "forward_matches_spec", "pass")
+    assert current["schema"] == schema.VERSION == 2
+    old = {k: v for k, v in current.items() if k not in ("library_version", "extra", "also")}
+    old["schema"] = 1
+    old["env"] = {k: v for k, v in current["env"].items() if k not in ("suite_time", "suite_version")}
+    future = {**current, "schema": schema.VERSION + 1}
+    path = tmp_path / "run" / "gw0.jsonl"
+    path.parent.mkdir()
+    path.write_text("\n".join(json.dumps(r) for r in (old, future)) + "\n")
+    problems: list[Problem] = []
+    (read,) = list(iter_records([path.parent], problems=problems))
+    assert read["schema"] == 2 and read["library_version"] is None
+    assert read["env"]["suite_time"] is None and read["env"]["suite_version"] is None
+    assert {k: v for k, v in read.items() if k not in ("schema", "library_version", "env")} == \
+        {k: v for k, v in old.items() if k not in ("schema", "env")}
+    assert len(problems) == 1 and "unknown schema 3 (this version reads 1 and 2)" in problems[0].reason
+    assert schema.upgrade(future) is future and schema.upgrade([1]) == [1]
