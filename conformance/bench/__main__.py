@@ -193,8 +193,7 @@ def measure_round(args: argparse.Namespace) -> dict:
     return run(chosen_cases(args), profile=args.profile, device=args.device,
                repeats=args.repeats or settings["repeats"], builds=args.builds,
                sample_s=args.sample_s or settings["sample_s"], slowdown=_slowdowns(args.slowdown),
-               memory=not args.no_memory, progress=progress, order_seed=args.order_seed,
-               checkpoint=lambda partial: gate.write(args.out, partial))
+               memory=not args.no_memory, progress=progress, order_seed=args.order_seed)
 
 
 def session_inputs(args: argparse.Namespace) -> tuple[list, list[str] | None, object]:

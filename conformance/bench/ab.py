@@ -41,7 +41,8 @@ from typing import Callable, Sequence
 from ..core.settings import cache_dir
 from . import stats
 from .gate import MISSING, NEW, NOT_GATED, OK, FASTER, REGRESSION, Row, _labels
-from .rounds import combine, new_session, positive_number, record_round, round_command, run_rounds
+from .rounds import (SHARED_EXAMPLES, combine, new_session, positive_number, record_round, round_command,
+                     run_rounds)
 
 #: Per side: ROUNDS fresh processes, each timing every case in REPEATS block(s) of four samples of SAMPLE_S seconds
 #: (a process is the unit of independence, so one block per process; docs/benchmarks.md "The gate"). MARGIN: the
@@ -190,9 +191,10 @@ def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, 
             return True
         return False
 
-    # each side's own code first on the path: -m puts the working directory there
-    env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(cache_dir())}
+    # each side's own code first on the path: -m puts the working directory there; the rounds of each side share
+    # the small examples its first round drew (a file per code in the session's folder)
     with tempfile.TemporaryDirectory(prefix="conformance-bench-ab-") as tmp:
+        env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(cache_dir()), SHARED_EXAMPLES: str(Path(tmp) / "examples")}
         tasks = []
         for i in range(rounds):  # ABBA: pair i starts the tree first when i is even, the baseline first when odd
             for side in (("tree", "baseline") if i % 2 == 0 else ("baseline", "tree")):

@@ -229,6 +229,23 @@ def describe(case: Case) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------------- building
+def runnable(case: Case, device: str = "cpu") -> tuple[Subject, Spec]:
+    """The subject and spec of ``case``, or :class:`Skip` with the reason it cannot run here (unknown subject,
+    missing library, no CUDA, a device it does not claim)."""
+    subject = registry.subjects().get(case.base_subject)
+    if subject is None:
+        raise Skip(f"unknown subject {case.base_subject!r}")
+    spec = registry.specs()[subject.spec]
+    missing = registry.missing_requirement(subject.requires)
+    if missing:
+        raise Skip(f"optional library {missing!r} is not installed")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise Skip("no CUDA device on this machine")
+    if device not in subject.devices:
+        raise Skip(f"{subject.id} does not claim {device} support")
+    return subject, spec
+
+
 def draw_small_example(spec: Spec, fixed: Mapping[str, object]) -> Example:
     """A deterministic example of ``spec`` under ``fixed``: of the first few hypothesis draws, the largest (the
     very first draw is the simplest one hypothesis can make, often all zeros). The same in every process and on
@@ -248,8 +265,25 @@ def draw_small_example(spec: Spec, fixed: Mapping[str, object]) -> Example:
     return max(found, key=lambda ex: ex.x.numel())
 
 
+def small_example(subject: Subject, spec: Spec) -> Example:
+    """The example a case of ``subject`` grows: drawn once per process (the family's ``hints`` under the subject's
+    ``fixed``), unless :func:`keep_small_example` gave it one; a re-registered subject draws again."""
+    key = (subject.id, spec.id)
+    if _SMALL.get(key, (None,))[0] is not subject:
+        family = FAMILIES[family_of(spec.id)]
+        hints = {k: v for k, v in (family.hints or {}).items() if k not in subject.fixed}
+        _SMALL[key] = (subject, draw_small_example(spec, {**hints, **subject.fixed}))
+    return _SMALL[key][1]
+
+
+def keep_small_example(subject: Subject, spec: Spec, example: Example) -> None:
+    """Use ``example`` as ``subject``'s small example in this process (one the session's first round drew,
+    :mod:`conformance.bench.examples`)."""
+    _SMALL[(subject.id, spec.id)] = (subject, example)
+
+
 def example_for(subject: Subject, spec: Spec, size_name: str) -> Example:
-    """The grown example of a case: fresh tensors on every call, drawn from the same small example."""
+    """The grown example of a case: fresh tensors on every call, grown from the same small example."""
     family_name = family_of(spec.id)
     if family_name is None:
         raise Skip(f"no benchmark size is defined for spec {spec.id}")
@@ -257,14 +291,10 @@ def example_for(subject: Subject, spec: Spec, size_name: str) -> Example:
     size = next((s for s in family.sizes if s.name == size_name), None)
     if size is None:
         raise Skip(f"size {size_name!r} is not defined for spec {spec.id}")
-    key = (subject.id, spec.id, family_name)
-    if _SMALL.get(key, (None,))[0] is not subject:  # drawn once per subject; a re-registered subject draws again
-        hints = {k: v for k, v in (family.hints or {}).items() if k not in subject.fixed}
-        _SMALL[key] = (subject, draw_small_example(spec, {**hints, **subject.fixed}))
-    return family.grow(_SMALL[key][1], size.dims)
+    return family.grow(small_example(subject, spec), size.dims)
 
 
-_SMALL: dict[tuple, tuple[Subject, Example]] = {}
+_SMALL: dict[tuple[str, str], tuple[Subject, Example]] = {}
 
 
 @dataclass
@@ -281,17 +311,7 @@ def build_pair(case: Case, device: str = "cpu", dtype: torch.dtype = torch.float
     from ..subjects.reference import SpecModule
     from ..transforms import Context
 
-    subject = registry.subjects().get(case.base_subject)
-    if subject is None:
-        raise Skip(f"unknown subject {case.base_subject!r}")
-    spec = registry.specs()[subject.spec]
-    missing = registry.missing_requirement(subject.requires)
-    if missing:
-        raise Skip(f"optional library {missing!r} is not installed")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise Skip("no CUDA device on this machine")
-    if device not in subject.devices:
-        raise Skip(f"{subject.id} does not claim {device} support")
+    subject, spec = runnable(case, device)
     example = example_for(subject, spec, case.size)
     torch.manual_seed(0)
     try:
@@ -309,30 +329,33 @@ def build_pair(case: Case, device: str = "cpu", dtype: torch.dtype = torch.float
     subject_params = [measured.get_parameter(subject.param_map[n]) for n in grad_names] if not case.compiled \
         else [getattr(measured, n) for n in grad_names]
     spec_params = [getattr(reference, n) for n in grad_names]
-    steps = []
-    for module, params in ((measured, subject_params), (reference, spec_params)):
-        steps.append(_step(module, x, params, case.mode))
+    steps = [_step(module, x, params, case.mode)
+             for module, params in ((measured, subject_params), (reference, spec_params))]
     try:
-        with torch.no_grad():
-            shapes = [tuple(measured(x).shape), tuple(reference(x).shape)]
-        for step in steps:
-            step()  # warm-up, and compilation for a compiled case
+        shapes = [warm_up() for _, warm_up in steps]  # and compilation for a compiled case
     except Skip:
         raise
     except Exception as error:  # noqa: BLE001
         raise Skip(f"{case.mode} failed: {type(error).__name__}: {error}"[:300]) from error
     if shapes[0] != shapes[1]:
         raise Skip(f"output shape {shapes[0]} differs from the spec's {shapes[1]} on the grown example")
-    return Pair(*steps)
+    return Pair(*(step for step, _ in steps))
 
 
-def _step(module: torch.nn.Module, x: torch.Tensor, params: list[torch.Tensor], mode: str) -> Callable[[], None]:
+def _step(module: torch.nn.Module, x: torch.Tensor, params: list[torch.Tensor],
+          mode: str) -> tuple[Callable[[], None], Callable[[], tuple[int, ...]]]:
+    """The timed call of one side, and its warm-up: the same computation once, returning the output's shape (the
+    case's shape check; a forward+backward's cotangent is made to that shape on its first call)."""
     if mode == "forward":
         def forward() -> None:
             with torch.no_grad():
                 module(x)
 
-        return forward
+        def warm_up_forward() -> tuple[int, ...]:
+            with torch.no_grad():
+                return tuple(module(x).shape)
+
+        return forward, warm_up_forward
     x = x.detach().clone().requires_grad_(True)
     inputs = [x] + [p for p in params if p.requires_grad]
     cotangent: list[torch.Tensor] = []
@@ -346,4 +369,8 @@ def _step(module: torch.nn.Module, x: torch.Tensor, params: list[torch.Tensor], 
             cotangent.append(torch.randn(y.shape, generator=gen).to(y.device, y.dtype))
         torch.autograd.grad(y, inputs, cotangent[0], allow_unused=True)
 
-    return forward_backward
+    def warm_up_forward_backward() -> tuple[int, ...]:
+        forward_backward()
+        return tuple(cotangent[0].shape)
+
+    return forward_backward, warm_up_forward_backward

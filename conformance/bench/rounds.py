@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 SCHEMA = 2
+#: The environment variable naming a session's folder of shared small examples (:mod:`conformance.bench.examples`):
+#: set for its rounds by ``run`` and ``gate``; a round without it draws its own.
+SHARED_EXAMPLES = "CONFORMANCE_BENCH_EXAMPLES"
 
 
 def positive_number(value) -> bool:
@@ -215,6 +218,7 @@ def record_round(session: dict, docs: list[dict], index: int, document: dict | N
     session.setdefault("clock", document.get("clock", "wall"))
     session["rounds"] += 1
     session["round_s"].append(round(seconds, 1))
+    session.setdefault("examples", []).append(document.get("examples"))  # read and drawn (None: older code)
     session["load"].append([round(v, 2) for v in os.getloadavg()])
     return True
 
@@ -254,7 +258,8 @@ def measure(*, profile: str, device: str, rounds: int, jobs: int, repeats: int, 
                                    repeats=repeats, sample_s=sample_s, threads=threads, subjects=subjects,
                                    case_ids=case_ids, slowdown=slowdown, memory=memory and i == 0), None)
                  for i in range(rounds)]
-        run_rounds(tasks, jobs=jobs, folder=Path(tmp), finished=finished)
+        run_rounds(tasks, jobs=jobs, folder=Path(tmp), finished=finished,
+                   env={**os.environ, SHARED_EXAMPLES: str(Path(tmp) / "examples")})
     if not docs:
         raise RuntimeError("every round failed: " + "; ".join(f["error"][:200] for f in session["failed_rounds"]))
     session["duration_s"] = round(time.perf_counter() - clock, 1)

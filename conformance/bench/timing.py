@@ -23,11 +23,14 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import torch
 
 from .cases import Case, Pair, Skip, build_pair, describe, selected
+from .examples import prepare
+from .rounds import SHARED_EXAMPLES
 
 MAX_LOOPS = 100_000
 SCHEMA = 1
@@ -215,10 +218,12 @@ def _combine(first: Measurement | None, more: Measurement) -> Measurement:
                        first.wall_ratios + more.wall_ratios)
 
 
-def _settle_heap(case_list: list[Case]) -> None:
-    """Import the libraries the cases need, then move every object alive so far out of the collector's reach
-    (``gc.freeze``): the full collection before each case's timing then scans only what later cases made
-    (60 ms a case with torch and six libraries loaded, about 1 ms after)."""
+def _settle_heap(case_list: list[Case], device: str) -> dict[str, int]:
+    """Import the libraries the cases need and give every case its small example (read from the session's shared
+    examples where a round of this code left them, :mod:`conformance.bench.examples`), then move every object alive
+    so far out of the collector's reach (``gc.freeze``): the full collection before each case's timing then scans
+    only what later cases made (60 ms a case with torch and six libraries loaded, about 1 ms after). Returns how
+    many examples were read and drawn."""
     import importlib
 
     from .. import registry
@@ -230,14 +235,16 @@ def _settle_heap(case_list: list[Case]) -> None:
                 importlib.import_module(module)
             except Exception:  # noqa: BLE001 - a library that cannot load is the case's skip, reported there
                 pass
+    shared = os.environ.get(SHARED_EXAMPLES)
+    counts = prepare(case_list, device, Path(shared) if shared else None)
     gc.collect()
     gc.freeze()
+    return counts
 
 
 def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats: int, sample_s: float,
         builds: int = 1, slowdown: Mapping[str, float] | None = None, memory: bool = True,
-        progress: Callable[[str], None] | None = None, checkpoint: Callable[[dict], None] | None = None,
-        order_seed: int | None = None) -> dict:
+        progress: Callable[[str], None] | None = None, order_seed: int | None = None) -> dict:
     """Measure every case; a case that cannot run is recorded under ``skipped`` with its reason, never raised.
 
     Each case is built ``builds`` times, ``repeats`` blocks each, and its ratio is the median over all blocks.
@@ -246,16 +253,16 @@ def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats
     within a build: several builds sample that spread instead of betting on one.
 
     ``slowdown`` maps a subject glob to an artificial slowdown fraction (for the noise experiment only).
-    ``checkpoint`` receives the document so far (``"complete": false``) after every case, so that a run killed by
-    a time limit keeps what it measured. ``order_seed`` shuffles the order in which cases are measured (a round
-    of the gate: what ran before a case differs from round to round). Returns the one-process document (see
-    :func:`conformance.bench.gate.load`)."""
+    ``order_seed`` shuffles the order in which cases are measured (a round of the gate: what ran before a case
+    differs from round to round). Returns the one-process document (see :func:`conformance.bench.gate.load`),
+    which the ``round`` command writes once, at its end: a session reads a round's file only when the round ended
+    well, and keeps the rounds it has itself (``rounds.measure``)."""
     pin_allocator()
     case_list = list(case_list)
     order = list(case_list)
     if order_seed is not None:
         random.Random(order_seed).shuffle(order)
-    _settle_heap(case_list)
+    examples = _settle_heap(case_list, device)
     clock_name = "wall" if device == "cuda" else "cpu"
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     clock = time.perf_counter()
@@ -263,17 +270,16 @@ def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats
     skipped: dict[str, str] = {}
     env = environment(device)
 
-    def document(complete: bool) -> dict:
+    def document() -> dict:
         return {"schema": SCHEMA, "kind": "conformance.bench", "profile": profile, "device": device,
                 "repeats": repeats, "builds": builds, "sample_s": sample_s, "clock": clock_name, "started": started,
                 "duration_s": round(time.perf_counter() - clock, 1), "env": env,
                 "attempted": [c.id for c in case_list], "entries": dict(entries), "skipped": dict(skipped),
-                "complete": complete, **({"order_seed": order_seed} if order_seed is not None else {})}
+                "complete": True, "examples": examples,
+                **({"order_seed": order_seed} if order_seed is not None else {})}
 
     try:
         for n, case in enumerate(order, 1):
-            if checkpoint and n > 1:
-                checkpoint(document(False))
             fraction = next((f for pattern, f in (slowdown or {}).items() if selected(case.subject, [pattern])), 0.0)
             try:
                 # Some layers print on every call (bitorch's STE heaviside): keep the log readable, the cost counted.
@@ -309,4 +315,4 @@ def run(case_list: Iterable[Case], *, profile: str, device: str = "cpu", repeats
                          f"({result.subject_s * 1e3:.3g} ms / {result.reference_s * 1e3:.3g} ms)")
     finally:
         gc.unfreeze()
-    return document(True)
+    return document()

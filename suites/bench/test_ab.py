@@ -260,27 +260,29 @@ def test_a_recorded_ab_run_is_judged_again_from_its_file(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------------------------- end to end
 @needs_git
-def test_the_tree_measured_beside_a_commit_catches_a_slowed_subject(tmp_path):
+def test_the_tree_measured_beside_a_commit_catches_a_slowed_subject(tmp_path, monkeypatch, capsys):
     """Real rounds of both sides (the baseline side from ``git archive HEAD``), one subject three times as slow in
     the tree's rounds only: that case fails, the other does not, and the file keeps both sides' rounds. The
     slowdown is large and every case is gated (``--power 0``) so that the verdict does not hang on the noise of a
     loaded test machine (one round that lands badly among 6 makes a case ungateable at 95%); which cases can be
-    gated, and catching 25%, are the statistics' business (above) and the experiment's (docs/benchmarks.md)."""
+    gated, and catching 25%, are the statistics' business (above) and the experiment's (docs/benchmarks.md). The
+    gate runs in this process, its rounds (``MIN_ROUNDS`` a side, the fewest it judges) in fresh ones."""
     pytest.importorskip("snntorch")
+    monkeypatch.setenv("CONFORMANCE_CACHE_DIR", str(tmp_path))
     out = tmp_path / "gate.json"
-    done = subprocess.run([sys.executable, "-m", "conformance.bench", "gate", "--against", "HEAD", "--rounds", "6",
-                           "--detect", "2", "--cases", *CHEAP, "--sample-s", "0.004", "--no-memory", "--quiet",
-                           "--jobs", "2", "--out", str(out), "--slowdown", "snntorch.surrogate.atan=2", "--power", "0"],
-                          capture_output=True, text=True, check=False,
-                          env={**os.environ, "CONFORMANCE_CACHE_DIR": str(tmp_path)})
-    assert done.returncode == 1, done.stdout + done.stderr
-    lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith("snntorch.surrogate.")}
+    code = main(["gate", "--against", "HEAD", "--rounds", str(ab.MIN_ROUNDS), "--detect", "2", "--cases", *CHEAP,
+                 "--sample-s", "0.004", "--no-memory", "--quiet", "--jobs", "2", "--out", str(out),
+                 "--slowdown", "snntorch.surrogate.atan=2", "--power", "0"])
+    printed = capsys.readouterr().out
+    assert code == 1, printed
+    lines = {line.split()[0]: line for line in printed.splitlines() if line.startswith("snntorch.surrogate.")}
     assert "REGRESSION" in lines["snntorch.surrogate.atan"] and "REGRESSION" not in lines["snntorch.surrogate.sigmoid"]
     recorded = gate.load(out)
     assert ab.is_ab(recorded) and recorded["against"]["commit"] == ab.resolve("HEAD")
     for doc in (recorded, recorded["against"]["session"]):
         ((meta),) = doc["sessions"].values()
-        assert meta["rounds"] == 6 and all(len(s) == 6 for e in doc["entries"].values() for s in e["samples"].values())
+        assert meta["rounds"] == ab.MIN_ROUNDS
+        assert all(len(s) == ab.MIN_ROUNDS for e in doc["entries"].values() for s in e["samples"].values())
     assert recorded["entries"][CHEAP[0]]["slowdown"] == 2
     assert "slowdown" not in recorded["against"]["session"]["entries"][CHEAP[0]]
 
@@ -293,7 +295,7 @@ def test_a_gate_stopped_by_sigterm_stops_its_rounds_and_removes_its_folder(tmp_p
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     process = subprocess.Popen([sys.executable, "-m", "conformance.bench", "gate", "--against", "HEAD",
-                                "--rounds", "50", "--jobs", "2", "--cases", CHEAP[0], "--sample-s", "0.002",
+                                "--rounds", "50", "--jobs", "1", "--cases", CHEAP[0], "--sample-s", "0.002",
                                 "--no-memory", "--quiet", "--out", str(tmp_path / "gate.json")],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
                                env={**os.environ, "CONFORMANCE_CACHE_DIR": str(tmp_path), "TMPDIR": str(scratch)})
