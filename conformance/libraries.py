@@ -107,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
             chosen = [lib for lib in chosen if not lib.no_deps]
         lines = [lib.requirement for lib in chosen]
     elif args.command == "dependencies":
-        chosen = _installable(libraries, gpu=args.gpu)
+        # a library built from its sdist is installed without dependencies (hqq): what it imports comes from here
+        chosen = _installable(libraries, gpu=args.gpu) + [lib for lib in libraries
+                                                          if lib.sdist_sha256 and (lib.gpu or not args.gpu)]
         lines = sorted({dep for lib in chosen if lib.no_deps or args.gpu for dep in lib.dependencies})
     elif args.command == "sdist":
         match = next((lib for lib in libraries if lib.name == args.name and lib.sdist_sha256), None)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from . import registry
 from .checks import CHECKS
 from .checks.harness import Check, Truth, spec_truth
-from .core import isolation
+from .core import isolation, strategies
 from .core.causes import CheckFailed, ProgramStopRaised, TransformFailed, classify
 from .core.extras import EXTRA_OF_MODULE, install_hint
 from .core.settings import PROFILES, cell_timeout_s, profile_name
@@ -223,10 +223,15 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     examples = max(1, round(examples * scale))
     # The spec's edge examples come first, scaled as the draws are (at least one); a compiling transform (a compile
     # per example) takes the first in place of one drawn example (with one example in all: only the edge).
-    edges = _edges_of(spec, subject) if spec.edges is not None else []
+    edges = _edges_of(spec.edges, subject) if spec.edges is not None else []
     edges = edges[:max(1, round(len(edges) * scale))]
     if transform.compiles and edges:
         edges, examples = edges[:1], examples - 1
+    # Past a kernel's tiles and accumulators (long sequences, wide K): judged against the spec where the subject
+    # computes as built, after the cell's other examples and outside their replay (other checks replay that list).
+    sizes = (_edges_of(spec.size_edges, subject) if spec.size_edges is not None and _judges_sizes(cell, transform)
+             else [])
+    sizes = sizes[:round(len(sizes) * scale)]
     draws, examples = examples > 0, max(1, examples)  # hypothesis asks for at least one
 
     # hypothesis derives the derandomized seed from this function's source: an edit to cell_property draws other
@@ -271,12 +276,13 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     # A derandomized cell draws what every cell of its subject, device and dtype with as many examples draws: once
     # one of them has passed, the others replay its examples instead of drawing them again (a third of a cell's
     # time), and run hypothesis only when a replayed example fails, to shrink it as before.
+    long_draws = options["long_draws"] and _judges_sizes(cell, transform)
     replay_key = (cell.subject, cell.device, cell.dtype, len(edges), examples if draws else 0,
-                  profile or profile_name())
+                  profile or profile_name(), long_draws)
     replay = _EXAMPLES.get(replay_key) if options["derandomize"] else None
     with _compile_settings(transform.compiles), isolation.sigints_counted():
         try:
-            with time_limit(timeout_s), stable_draws():
+            with time_limit(timeout_s), stable_draws(), strategies.long_draws(long_draws):
                 if replay is not None and _first_failure(judge, replay) is not None:
                     replay, state = None, _CellState()  # found again below, with hypothesis' shrinking
                 if replay is None:
@@ -291,6 +297,9 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
                         raise edge_failure
                     if options["derandomize"]:
                         _remember(_EXAMPLES, replay_key, list(state.examples))
+                size_failure = _first_failure(judge, sizes)
+                if size_failure is not None:
+                    raise size_failure
         except _StopAtTransformFailure as stop:
             error = stop.failure
         except CellTimeout as timeout:
@@ -329,12 +338,24 @@ def _first_failure(judge: Callable[[Example], None], examples: list[Example]) ->
     return None
 
 
-def _edges_of(spec, subject) -> list:
-    """The spec's edge examples for ``subject``'s fixed values, built once per process (a fixed strategy is searched
-    for its value: over a second for a recurrent weight matrix)."""
-    key = (spec.edges, subject.id, repr(sorted(subject.fixed.items(), key=lambda kv: kv[0])))
+#: The dtypes whose spec checks judge the size edges: in bfloat16 and float16 a sequence of 33 steps accumulates
+#: rounding past the tolerance (the spec's own row fails), and float64 would repeat float32's sizes at their cost.
+SIZE_EDGE_DTYPES = ("float32",)
+
+
+def _judges_sizes(cell: Cell, transform) -> bool:
+    """Whether the cell checks the spec's size edges: a check against the spec, in a transform that neither compiles
+    (a longer sequence is a longer graph: seconds of compilation) nor computes in a dtype of its own."""
+    return (CHECKS[cell.check].against_spec and not transform.compiles and transform.compute_dtype is None
+            and cell.dtype in SIZE_EDGE_DTYPES)
+
+
+def _edges_of(edges: Callable[..., list[Example]], subject) -> list:
+    """A spec's edge examples (``edges`` or ``size_edges``) for ``subject``'s fixed values, built once per process (a
+    fixed strategy is searched for its value: over a second for a recurrent weight matrix)."""
+    key = (edges, subject.id, repr(sorted(subject.fixed.items(), key=lambda kv: kv[0])))
     if key not in _EDGES:
-        _EDGES[key] = spec.edges(**subject.fixed)
+        _EDGES[key] = edges(**subject.fixed)
     return _EDGES[key]
 
 

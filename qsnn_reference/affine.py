@@ -466,3 +466,198 @@ def minmax_weight_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     straight_through = w + (quantized.to(wide) - w).detach()
     y = torch.nn.functional.linear(x.to(wide), straight_through, None if bias is None else bias.to(wide))
     return y.to(x.dtype)
+
+
+# ------------------------------------------------------------------------------------- quantization-aware training
+
+#: fbgemm's and torch's ``SMALL_SCALE_THRESHOLD`` (``quant_utils.h``): a smaller scale is raised to it.
+SMALL_SCALE_THRESHOLD = 6.1e-5
+#: The scale ``ChooseQuantizationParams`` puts in place of 0 (or of one whose float32 inverse is infinite).
+FALLBACK_SCALE = 0.1
+
+
+def moving_average_minmax(x_min: torch.Tensor, x_max: torch.Tensor, running_min: torch.Tensor | None = None,
+                          running_max: torch.Tensor | None = None, *,
+                          averaging_constant: float = 0.01) -> tuple[torch.Tensor, torch.Tensor]:
+    """The running statistics of torch.ao's moving-average min/max observers after one observed call, in float32.
+
+    Forward:  a fresh observer (``running_min`` None, or infinite as the fused kernel initialises it) takes the call's
+              ``(x_min, x_max)``; after that ``r + c * (m - r)`` with ``c = float32(averaging_constant)``, for each
+              of min and max (per channel: elementwise).
+    Backward: none (statistics of detached values).
+    Dtype:    float32.
+    """
+    _validate.in_range("averaging_constant", averaging_constant, 0.0, 1.0)
+    lo, hi = x_min.detach().to(torch.float32), x_max.detach().to(torch.float32)
+    if running_min is None or running_max is None:
+        return lo, hi
+    c = torch.tensor(averaging_constant, dtype=torch.float32)
+    r_lo, r_hi = running_min.detach().to(torch.float32), running_max.detach().to(torch.float32)
+    return (torch.where(torch.isinf(r_lo), lo, r_lo + c * (lo - r_lo)),
+            torch.where(torch.isinf(r_hi), hi, r_hi + c * (hi - r_hi)))
+
+
+def fused_observer_qparams(min_val: torch.Tensor, max_val: torch.Tensor, *, quant_min: int, quant_max: int,
+                           symmetric: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(scale, zero_point)`` from running statistics as ``torch.fused_moving_avg_obs_fake_quant`` computes them
+    (``ChooseQuantizationParams`` of fbgemm / ``quant_utils.h``, ``preserve_sparsity = symmetric``), elementwise:
+
+    - symmetric and ``min < 0 < max``: ``m = max(|float32(min / -(h + 1))|, |float32(max / h)|)`` with ``h = (quant_max
+      - quant_min) // 2`` (127 for int8: the scale is ``max(|min| / 128, max / 127)``, not the observer's ``/ 127.5``),
+      ``min = float32(m * -(h + 1))``, ``max = float32(m * h)``, and the zero point ``nearbyint((quant_min +
+      quant_max) / 2)`` (0 for int8);
+    - otherwise (asymmetric, or a channel of one sign: symmetric does not hold there) the range widened to 0,
+      ``scale = (max - min) / (quant_max - quant_min)`` in float64, and the zero point from the end with the smaller
+      error ``|q_end| + |end / scale|``: ``q_end - end / scale``, clamped and rounded half to even (a channel ``>= 0``
+      gets ``quant_min``, one ``<= 0`` ``quant_max``);
+    - a scale that is 0 in float32, or whose float32 inverse is infinite, becomes 0.1; one below 6.1e-5 becomes 6.1e-5
+      (the range then scaled alike: the zero point is unchanged by it).
+    The scale is stored as float32, the zero point as an integer (int32). Shape: as ``min_val``."""
+    _check_range(quant_min, quant_max)
+    lo, hi = min_val.detach().to(torch.float32), max_val.detach().to(torch.float32)
+    mixed = (lo < 0) & (hi > 0) if symmetric else torch.zeros_like(lo, dtype=torch.bool)
+    if symmetric:
+        half = (quant_max - quant_min) // 2
+        largest = torch.maximum((lo / -(half + 1)).abs(), (hi / half).abs()).to(torch.float64)  # float32 divisions
+        lo = torch.where(mixed, (largest * -(half + 1)).to(torch.float32), lo)
+        hi = torch.where(mixed, (largest * half).to(torch.float32), hi)
+    lo, hi = torch.clamp(lo, max=0.0), torch.clamp(hi, min=0.0)
+    scale = (hi.to(torch.float64) - lo.to(torch.float64)) / (quant_max - quant_min)
+    s32 = scale.to(torch.float32)
+    scale = torch.where((s32 == 0) | torch.isinf(1.0 / s32), torch.full_like(scale, FALLBACK_SCALE), scale)
+    threshold = float(torch.tensor(SMALL_SCALE_THRESHOLD, dtype=torch.float32))
+    small = scale < threshold
+    amplifier = (threshold / scale.to(torch.float32)).to(torch.float32)  # float32, as the C++ float amplifier
+    both = small & (lo != 0) & (hi != 0)
+    lo = torch.where(small & (hi == 0), torch.full_like(lo, -threshold * (quant_max - quant_min)),
+                     torch.where(both, lo * amplifier, lo))
+    hi = torch.where(small & (lo == 0), torch.full_like(hi, threshold * (quant_max - quant_min)),
+                     torch.where(both, hi * amplifier, hi))
+    scale = torch.where(small, torch.full_like(scale, threshold), scale)
+    lo64, hi64 = lo.to(torch.float64), hi.to(torch.float64)
+    from_min, from_max = quant_min - lo64 / scale, quant_max - hi64 / scale
+    error_min, error_max = abs(quant_min) + (lo64 / scale).abs(), abs(quant_max) + (hi64 / scale).abs()
+    initial = torch.where(error_min < error_max, from_min, from_max)
+    initial = torch.where(mixed, torch.full_like(initial, (quant_min + quant_max) / 2), initial)
+    zero_point = torch.round(torch.clamp(initial, quant_min, quant_max))
+    return scale.to(torch.float32), zero_point.to(torch.int32)
+
+
+def _channel_minmax(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    rows = weight.detach().to(torch.float32).reshape(weight.shape[0], -1)
+    return rows.amin(dim=1), rows.amax(dim=1)
+
+
+def qat_weight(weight: torch.Tensor, *, quant_min: int = -128, quant_max: int = 127, symmetric: bool = True,
+               running_min: torch.Tensor | None = None, running_max: torch.Tensor | None = None,
+               averaging_constant: float = 0.01) -> torch.Tensor:
+    """The weight as a torch.ao QAT layer uses it: fake-quantized per output channel (axis 0) by its
+    ``FusedMovingAvgObsFakeQuantize`` (the default QAT qconfig's weight fake quantizer, observer
+    ``MovingAveragePerChannelMinMaxObserver``, qint8 -128..127, per-channel symmetric).
+
+    Forward:  the observer updates first: ``(lo, hi) = moving_average_minmax(channel min/max of weight, running_min,
+              running_max, averaging_constant)`` (a fresh observer: the weight's own min/max); then
+              ``(scale, zero_point) = fused_observer_qparams(lo, hi, ...)`` and :func:`fake_quantize` of the weight
+              with them along ``axis=0``.
+    Backward: the STE of :func:`fake_quantize`: ``dL/dweight = dL/dweight_fq * 1[quant_min <= round(w * inv_scale)
+              + zero_point <= quant_max]``; the statistics are constants.
+    Dtype:    computed on the float32 weight (torch's QAT layers are float32), returned in ``weight``'s dtype.
+    Shape:    same as ``weight`` ``(out_channels, ...)``.
+    """
+    x_min, x_max = _channel_minmax(weight)
+    lo, hi = moving_average_minmax(x_min, x_max, running_min, running_max, averaging_constant=averaging_constant)
+    scale, zero_point = fused_observer_qparams(lo, hi, quant_min=quant_min, quant_max=quant_max, symmetric=symmetric)
+    w = weight.to(torch.float32)  # the float32 weight is quantized: a float64 one would part from it on the ties
+    return fake_quantize(w, scale=scale, zero_point=zero_point, quant_min=quant_min, quant_max=quant_max,
+                         axis=0).to(weight.dtype)
+
+
+def qat_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *, quant_min: int = -128,
+               quant_max: int = 127, symmetric: bool = True) -> torch.Tensor:
+    """``torch.ao.nn.qat.Linear`` with the default QAT qconfig, on a call of a fresh observer, in train or eval mode
+    (``eval()`` leaves the observer running: only ``torch.ao.quantization.disable_observer`` freezes it).
+
+    Forward:  ``y = x @ qat_weight(weight).T + bias`` (the activation is not fake-quantized by the layer).
+    Backward: ``dL/dx = dL/dy @ W_fq``, ``dL/dbias = sum(dL/dy)``, ``dL/dweight`` the STE of :func:`qat_weight`.
+    Dtype:    follows ``x``.
+    Shape:    ``x (..., K)``, ``weight (N, K)``, ``bias (N,)`` -> ``(..., N)``. Each sample's output depends on its
+              own row only (the statistics are the weight's).
+    """
+    w = qat_weight(weight, quant_min=quant_min, quant_max=quant_max, symmetric=symmetric)
+    return torch.nn.functional.linear(x, w.to(x.dtype), None if bias is None else bias.to(x.dtype))
+
+
+def qat_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *, stride: int = 1,
+               padding: int = 0, dilation: int = 1, groups: int = 1, quant_min: int = -128, quant_max: int = 127,
+               symmetric: bool = True) -> torch.Tensor:
+    """``torch.ao.nn.qat.Conv2d`` with the default QAT qconfig, as :func:`qat_linear`: ``conv2d(x,
+    qat_weight(weight), bias)`` (statistics per output channel over ``(in_channels / groups, kh, kw)``).
+    Backward: autograd through the convolution and the weight's STE. Shape: ``x (B, C, H, W)``, ``weight (O, C /
+    groups, kh, kw)`` -> ``(B, O, H', W')``."""
+    w = qat_weight(weight, quant_min=quant_min, quant_max=quant_max, symmetric=symmetric)
+    return torch.nn.functional.conv2d(x, w.to(x.dtype), None if bias is None else bias.to(x.dtype), stride=stride,
+                                      padding=padding, dilation=dilation, groups=groups)
+
+
+def _float32_minmax_qparams(rows: torch.Tensor, *, quant_min: int, quant_max: int, symmetric: bool,
+                            eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """torchao's ``choose_qparams_affine`` over each row of ``rows`` (float32 arithmetic throughout): the range
+    widened to 0; symmetric: ``scale = max(-lo, hi) / ((quant_max - quant_min) / 2)``, zero point
+    ``int((quant_max + quant_min + 1) / 2)``; asymmetric: ``scale = (hi - lo) / (quant_max - quant_min)``, zero point
+    ``clamp(quant_min - round(lo / scale))``; the scale at least ``eps``."""
+    r = rows.detach().to(torch.float32)
+    lo, hi = torch.clamp(r.amin(dim=1), max=0.0), torch.clamp(r.amax(dim=1), min=0.0)
+    if symmetric:
+        scale = torch.clamp(torch.maximum(-lo, hi) / (float(quant_max - quant_min) / 2), min=eps)
+        return scale, torch.full_like(scale, float(int((quant_max + quant_min + 1) / 2)))
+    scale = torch.clamp((hi - lo) / float(quant_max - quant_min), min=eps)
+    return scale, torch.clamp(quant_min - torch.round(lo / scale), quant_min, quant_max)
+
+
+def fake_quantize_rows(x: torch.Tensor, *, quant_min: int, quant_max: int, symmetric: bool, group_size: int | None,
+                       eps: float = float(torch.finfo(torch.float32).tiny)) -> torch.Tensor:
+    """Dynamic fake quantization of ``x`` by the range of each row (each token: ``group_size`` None) or of each group
+    of ``group_size`` consecutive elements along the last dim, as torchao's ``IntxFakeQuantizer`` (qparams by
+    :func:`_float32_minmax_qparams`, recomputed on every call from the detached ``x``).
+
+    Forward:  :func:`fake_quantize` of each row or group with its own scale and zero point (``x * (1 / scale)`` in
+              float32, round half to even, clamp, ``(q - zero_point) * scale``).
+    Backward: the STE inside the clamp range, ``dL/dx = dL/dy * 1[quant_min <= round(x * inv_scale) + zero_point <=
+              quant_max]``; the scale and zero point are constants.
+    Dtype:    computed on ``float32(x)`` (a float64 ``x`` would part from it on the ties: a group's negative extreme
+              lands on -7.5 steps by construction), returned in ``x``'s dtype.
+    Shape:    same as ``x``; ``group_size`` divides its last dim.
+    """
+    _check_granularity(x, None, group_size)
+    width = x.shape[-1] if group_size is None else group_size
+    rows = x.to(torch.float32).reshape(-1, width)  # torchao's layers quantize float32 values
+    scale, zero_point = _float32_minmax_qparams(rows, quant_min=quant_min, quant_max=quant_max, symmetric=symmetric,
+                                                eps=eps)
+    return fake_quantize(rows, scale=scale, zero_point=zero_point, quant_min=quant_min, quant_max=quant_max,
+                         axis=0).reshape(x.shape).to(x.dtype)
+
+
+def fake_quantized_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+                          group_size: int = 32, activation_range: tuple[int, int] = (-128, 127),
+                          weight_range: tuple[int, int] = (-8, 7)) -> torch.Tensor:
+    """torchao's QAT ``FakeQuantizedLinear`` with its documented fake quantizers: int8 per-token asymmetric
+    activations and int4 per-group symmetric weights (``IntxFakeQuantizeConfig(torch.int8, "per_token",
+    is_symmetric=False)``, ``IntxFakeQuantizeConfig(torch.int4, group_size=32, is_symmetric=True)``).
+
+    Forward:  ``y = fake_quantize_rows(x, asymmetric, per token) @ fake_quantize_rows(weight, symmetric, per group
+              of group_size).T + bias``; both dynamic (qparams recomputed on every call; no running statistics, no
+              difference between train and eval mode); the scale at least float32's smallest normal.
+    Backward: the STEs of :func:`fake_quantize_rows` through ``F.linear``: ``dL/dx = (dL/dy @ W_fq) * mask_x``,
+              ``dL/dweight = (dL/dy.T @ x_fq) * mask_w`` (summed over the leading dims), ``dL/dbias = sum(dL/dy)``
+              (torchao's chain rule multiplies by ``scale * (1 / scale)``, within an ulp of 1).
+              A weight whose ``|w| * inv_scale`` rounds to ``quant_max + 1`` (a group's positive extreme lands on
+              7.5, rounded half to even to 8) is clamped and gets no gradient.
+    Dtype:    follows ``x`` (float32 here).
+    Shape:    ``x (..., K)``, ``weight (N, K)`` with ``group_size`` dividing ``K``, ``bias (N,)`` -> ``(..., N)``.
+              Per token: each sample's output depends on its own rows only.
+    """
+    xq = fake_quantize_rows(x, quant_min=activation_range[0], quant_max=activation_range[1], symmetric=False,
+                            group_size=None)
+    wq = fake_quantize_rows(weight, quant_min=weight_range[0], quant_max=weight_range[1], symmetric=True,
+                            group_size=group_size)
+    return torch.nn.functional.linear(xq, wq.to(x.dtype), None if bias is None else bias.to(x.dtype))

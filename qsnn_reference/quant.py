@@ -178,12 +178,18 @@ def swish_sign(x: torch.Tensor, *, beta: float = 5.0, zero_value: float = 1.0) -
 WEIGHT_SCALINGS = ("none", "tensor", "channel")
 
 
+def _per_channel_sum(t: torch.Tensor) -> torch.Tensor:
+    """``t`` summed over every dim but dim 0 (a 1-D weight: each element is its channel; torch reads ``dim=()`` as
+    every dim)."""
+    return t.sum(dim=tuple(range(1, t.dim())), keepdim=True) if t.dim() > 1 else t
+
+
 def _weight_scale(w: torch.Tensor, scaling: str) -> torch.Tensor:
     if scaling == "none":
         return torch.ones((), dtype=w.dtype, device=w.device)
     if scaling == "tensor":
         return w.abs().mean()
-    return w.abs().mean(dim=tuple(range(1, w.dim())), keepdim=True)
+    return _per_channel_sum(w.abs()) / w[0].numel()
 
 
 def binarize_weight_grad(x: torch.Tensor, grad_output: torch.Tensor, *, scaling: str = "none",
@@ -196,8 +202,7 @@ def binarize_weight_grad(x: torch.Tensor, grad_output: torch.Tensor, *, scaling:
         if scaling == "tensor":
             total, n = (grad_output * b).sum(), x.numel()
         else:
-            dims = tuple(range(1, x.dim()))
-            total, n = (grad_output * b).sum(dim=dims, keepdim=True), x[0].numel()
+            total, n = _per_channel_sum(grad_output * b), x[0].numel()
         grad = grad + torch.sign(x) * total / n
     return grad
 

@@ -5,7 +5,7 @@
 # torchvision/torchaudio or hardware tooling --no-deps, with what they really import; bitorch-engine built from its
 # sdist. A library that fails to install only turns its cells to `skip`.
 # Arguments (the history's environments, noxfile.py): --release DISTRIBUTION==VERSION (repeatable) installs that
-# release instead of the pin; --no-source-builds leaves out the libraries built from source (bitorch-engine).
+# release instead of the pin; --no-source-builds leaves out the libraries built from source (hqq, bitorch-engine).
 set -uo pipefail
 releases=()
 source_builds=1
@@ -59,7 +59,25 @@ install_bitorch_engine() {
   rm -rf "$download"
   return $status
 }
+# hqq: no wheel exists. The pinned sdist (hash-checked) is built by pip without its dependencies (what it imports comes
+# from the dependencies step) and with DISABLE_CUDA=1: otherwise its setup.py runs `python setup_cuda.py install` for
+# its ATen/CUDA extension on every egg_info, ignoring the outcome. Pure Python: its layers run the PyTorch backend.
+# Built in pip's isolated build environment (setuptools and wheel only; its setup.py imports no torch): a fresh .venv's
+# setuptools 65 cannot build a wheel without the `wheel` package, which --no-build-isolation would need here.
+install_hqq() {
+  local distribution version sha256 download
+  read -r distribution version sha256 < <(python -m conformance.libraries sdist hqq) || return 1
+  download=$(mktemp -d) || return 1
+  python -m pip download --quiet --no-deps --no-binary=:all: -d "$download" "$distribution==$version" \
+    && echo "$sha256  $download/$distribution-$version.tar.gz" | sha256sum --check --quiet - \
+    && DISABLE_CUDA=1 pip_install --no-deps "$download/$distribution-$version.tar.gz"
+  local status=$?
+  rm -rf "$download"
+  return $status
+}
 if [ "$source_builds" -eq 1 ]; then
+  step "hqq" "built from its sdist without its CUDA extension" install_hqq \
+    || echo "install-libraries: hqq failed; its cells will skip" >&2
   step "bitorch-engine" "C++ extensions built from its sdist, 1-3 minutes (log: .venv/src/bitorch_engine-build.log)" \
     install_bitorch_engine || echo "install-libraries: bitorch-engine failed; its cells will skip" >&2
 fi

@@ -16,7 +16,7 @@ from torch import nn
 
 from conformance.core.types import CallProtocol, Example, Subject
 from conformance.subjects.reference import SpecModule
-from qsnn_reference import fp8, neurons, packing, quant, surrogate
+from qsnn_reference import binary, fp8, neurons, packing, quant, surrogate
 
 
 class Mutant(NamedTuple):
@@ -971,9 +971,106 @@ class TakesFloat32Only(nn.Module):
         return quant.sign_ste(x, zero_value=1.0)
 
 
+class TilesTimeFromRest(SpecModule):
+    """A leaky neuron run in tiles of 8 time steps, each from rest (a fused kernel that does not carry the membrane
+    from one tile to the next): right on sequences of up to 8 steps."""
+
+    def forward(self, x):
+        params = {name: getattr(self, name) for name in self.param_names}
+        return torch.cat([self.fn(tile, **params, **self.hyper) for tile in x.split(8, dim=0)])
+
+
+class AccumulatesInInt8(SpecModule):
+    """A binary linear layer whose XNOR-popcount sum is kept in an 8-bit accumulator that wraps past +-127 (the STE
+    gradients as spec'd): right wherever |sum| < 128, as for every K under 128 and for random signs of a wider K
+    (their sums stay near sqrt(K))."""
+
+    def forward(self, x):
+        y = super().forward(x)  # weight_scaling "none", no bias: y is the sum of +-1 products
+        wrapped = torch.remainder(y + 128, 256) - 128
+        return y + (wrapped - y).detach()
+
+
+class PacksFirst256Bits(nn.Module):
+    """A packer that keeps the first 256 bits of a row (a fixed 256-bit buffer) and leaves later words 0."""
+
+    def __init__(self, hyper):
+        super().__init__()
+        self.hyper = dict(hyper)
+
+    def forward(self, x):
+        words = packing.pack_signs(x, **self.hyper)
+        dim = self.hyper["dim"] % words.dim()
+        index = torch.arange(words.shape[dim]).reshape([-1 if d == dim else 1 for d in range(words.dim())])
+        return torch.where(index * self.hyper["word_bits"] >= 256, torch.zeros_like(words), words)
+
+
 def _subject(name: str, spec: str, build, *, fixed=None, param_map=None, protocol=None) -> Subject:
     return Subject(id=f"mutant.{name}", spec=spec, build=build, fixed=fixed or {}, param_map=param_map or {},
                    library="mutants", protocol=protocol)
+
+
+# ------------------------------------------------------------------------------------------------ modes and batches
+
+
+class CountsInputsInEval(nn.Module):
+    """A running mean of its inputs updated on every forward, eval mode included (a BatchNorm that forgot
+    ``if self.training``): the output is the sign's, but inference moves the statistics."""
+
+    def __init__(self, track_in_eval: bool = True):
+        super().__init__()
+        self.track_in_eval = track_in_eval
+        self.register_buffer("running_mean", torch.zeros(()))
+
+    def forward(self, x):
+        if self.training or self.track_in_eval:
+            with torch.no_grad():
+                self.running_mean.mul_(0.9).add_(0.1 * x.detach().mean().to(self.running_mean.dtype))
+        return quant.sign_ste(x, zero_value=1.0)
+
+
+class EvalPathDropsZeroValue(nn.Module):
+    """An inference path of its own in eval mode that computes sign(0) = -1 (the training path is right)."""
+
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=1.0 if self.training else -1.0)
+
+
+class ClipsInputInPlaceInEval(nn.Module):
+    """An eval-mode fast path that clips the caller's input in place before the sign (the output is right)."""
+
+    def forward(self, x):
+        if not self.training:
+            with torch.no_grad():
+                x.clamp_(-1.0, 1.0)
+        return quant.sign_ste(x, zero_value=1.0)
+
+
+class TrainForgetsChildren(nn.Module):
+    """``train()`` overridden to set its own flag only (``eval()`` recurses through ``nn.Module``): after
+    ``model.eval(); model.train()`` its part stays in eval mode, where that part computes sign(0) = -1."""
+
+    def __init__(self):
+        super().__init__()
+        self.part = EvalPathDropsZeroValue()
+
+    def forward(self, x):
+        return self.part(x)
+
+    def train(self, mode: bool = True):
+        if not mode:
+            return super().train(False)
+        self.training = True
+        return self
+
+
+class CentresOverBatch(SpecModule):
+    """A binary linear layer that subtracts its output's mean over the batch (BatchNorm's centring in training mode):
+    each sample's output depends on the others of its batch."""
+
+    def forward(self, x):
+        y = super().forward(x)
+        return y - y.mean(dim=0, keepdim=True)
 
 
 # ------------------------------------------------------------------------------------------------ NIR exchange
@@ -1098,6 +1195,17 @@ KEEPS_FIRST = _persistent("keeps_first_parameters", KeepsFirstParameters)
 RETURNS_STATE_BUFFER = _persistent("returns_state_buffer", ReturnsStateBuffer)
 COMPILE_PATH = _subject("compile_path_drops_zero_value", "quant.sign_ste", lambda ex: CompilePathDropsZeroValue(),
                         fixed=_SIGN)
+
+#: the size-edge mutants (sequences past a tile of 8 steps, sums past an 8-bit accumulator, rows past 256 bits):
+#: caught only by the spec's size_edges (suites/test_size_edges.py)
+TILES_TIME_FROM_REST = _subject("tiles_time_from_rest", "neuron.leaky",
+                                lambda ex: TilesTimeFromRest(neurons.leaky, ex.params, ex.hyper), fixed=dict(_LEAKY),
+                                param_map={"beta": "beta", "threshold": "threshold"})
+ACCUMULATES_IN_INT8 = _subject("accumulates_in_int8", "layer.binary_linear",
+                               lambda ex: AccumulatesInInt8(binary.binary_linear, ex.params, ex.hyper),
+                               fixed={"input_quant": "ste", "weight_scaling": "none", "bias": False, "zero_value": 1.0},
+                               param_map={"weight": "weight"})
+PACKS_FIRST_256_BITS = _subject("packs_first_256_bits", "packing.pack_signs", lambda ex: PacksFirst256Bits(ex.hyper))
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("sign_zero_wrong", "quant.sign_ste", lambda ex: SignZeroWrong(), fixed=_SIGN),
@@ -1337,6 +1445,36 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(_subject("scale_not_following_half", "quant.sign_ste", lambda ex: ScaleNotFollowingTo(), fixed=_SIGN),
            "half", "grad_matches_spec", "conversion-incomplete",
            "a plain tensor attribute in a list that .half() leaves in float32"),
+    Mutant(TILES_TIME_FROM_REST, "eager", "forward_matches_spec", "forward-mismatch",
+           "runs time in tiles of 8 steps, each from rest: the membrane is lost at step 9"),
+    Mutant(ACCUMULATES_IN_INT8, "eager", "forward_matches_spec", "forward-mismatch",
+           "an 8-bit popcount accumulator that wraps past +-127"),
+    Mutant(PACKS_FIRST_256_BITS, "eager", "forward_matches_spec", "forward-mismatch",
+           "a 256-bit row buffer: the words past it stay 0"),
+    Mutant(_subject("counts_inputs_in_eval", "quant.sign_ste", lambda ex: CountsInputsInEval(), fixed=_SIGN),
+           "eval", "eval_keeps_state", "state-changed-in-eval",
+           "running statistics updated by a forward in eval mode"),
+    Mutant(_subject("eval_path_drops_zero_value", "quant.sign_ste", lambda ex: EvalPathDropsZeroValue(), fixed=_SIGN),
+           "eval", "preserves_forward", "transform-changed-forward", "eval mode's own path computes sign(0) = -1"),
+    Mutant(_subject("clips_input_in_place_in_eval", "quant.sign_ste", lambda ex: ClipsInputInPlaceInEval(),
+                    fixed=_SIGN),
+           "eval", "input_intact", "input-modified", "an eval-mode path that clips the caller's input in place"),
+    Mutant(_subject("train_forgets_children", "quant.sign_ste", lambda ex: TrainForgetsChildren(), fixed=_SIGN),
+           "module_contract", "module_contract", "mode-not-propagated",
+           "a train() override that leaves its submodules in eval mode"),
+    Mutant(_subject("train_forgets_children_forward", "quant.sign_ste", lambda ex: TrainForgetsChildren(),
+                    fixed=_SIGN),
+           "module_contract", "preserves_forward", "transform-changed-forward",
+           "after eval() and train() a submodule still computes in eval mode (the chain's modes are not put back)"),
+    Mutant(_subject("centres_over_batch", "layer.binary_linear",
+                    lambda ex: CentresOverBatch(binary.binary_linear, ex.params, ex.hyper),
+                    fixed={"bias": True}, param_map={"weight": "weight", "bias": "bias"}),
+           "vmap", "samples_independent", "batch-coupled", "an output centred over the batch (vmap runs each alone)"),
+    Mutant(_subject("centres_over_batch_per_sample", "layer.binary_linear",
+                    lambda ex: CentresOverBatch(binary.binary_linear, ex.params, ex.hyper),
+                    fixed={"bias": True}, param_map={"weight": "weight", "bias": "bias"}),
+           "per_sample_grad", "samples_independent", "batch-coupled",
+           "an output centred over the batch, whose per-sample gradients do not exist"),
 )
 
 #: transforms (fnmatch patterns) no mutant fails, and why: each runs another project's code on the module, or the

@@ -148,3 +148,29 @@ def test_a_spike_flip_is_excused_by_the_margin_of_the_precision_a_conversion_com
     assert check_forward_matches_spec(ctx, flipped, truth, "half") == 1  # within float16's rounding: excused
     with pytest.raises(CheckFailed):  # float64's arithmetic flips nothing that far from the edge
         check_forward_matches_spec(ctx, flipped, truth, "to_float64")
+
+
+class InferenceScale(nn.Module):
+    """Its scale made under ``torch.inference_mode`` and kept as a plain tensor of its state_dict (as hqq keeps the
+    scales and zeros its optimizer returns)."""
+
+    def __init__(self):
+        super().__init__()
+        with torch.inference_mode():
+            self.scale = torch.full((), 2.0)
+
+    def forward(self, x):
+        return quant.sign_ste(x, zero_value=1.0) * self.scale
+
+    def state_dict(self, *args, **kwargs):
+        return {"scale": self.scale}
+
+
+def test_an_inference_mode_tensor_of_the_module_loaded_into_is_scaled_too():
+    from conformance.transforms.harness import Context
+
+    inference = _subject("inference_scale_for_loads", "quant.sign_ste", lambda ex: InferenceScale(), fixed=_SIGN)
+    spec = registry.specs()["quant.sign_ste"]
+    ctx = Context(inference, spec, spec.examples(**_SIGN).example(), torch.float32, torch.device("cpu"))
+    target = serialization.displaced_target(ctx, ctx.build())
+    assert torch.equal(target.scale, torch.full((), 2.0) * serialization.DISPLACEMENT)

@@ -8,12 +8,18 @@ from .harness import Check, Failures, Truth
 
 
 def check_module_contract(ctx: Context, out: TransformRun, truth: Truth, transform: str) -> int:
-    """Every chaining nn.Module method returned the module itself (a wrapper that returns what it wraps, or a copy,
-    silently breaks ``model = model.eval()``)."""
-    if out.findings.returned_other is None:
+    """Every chaining nn.Module method returned the module itself (one returning a copy breaks ``model =
+    model.eval()``), and eval(), train(False) and train() set every submodule's mode.
+
+    A ``train`` override that does not recurse leaves a BatchNorm or dropout in the other mode."""
+    if out.findings.returned_other is None or out.findings.modes_not_set is None:
         raise RuntimeError(f"{transform} recorded no module-method results")
+    failures = Failures()
     if out.findings.returned_other:
-        raise CheckFailed("module-method-returned-other", "; ".join(out.findings.returned_other))
+        failures.add(CheckFailed("module-method-returned-other", "; ".join(out.findings.returned_other)))
+    if out.findings.modes_not_set:
+        failures.add(CheckFailed("mode-not-propagated", "; ".join(out.findings.modes_not_set[:5])))
+    failures.raise_first()
     return 0
 
 

@@ -26,6 +26,8 @@ class Check:
     #: what the check still finds after the transform raised (``(transform, failure) -> [CheckFailed]``): recorded
     #: with the transform's failure as the cell's further findings (``also``)
     after_failure: Callable[[str, TransformFailed], list[CheckFailed]] | None = None
+    #: judges the result against the spec: its cells also check the spec's ``size_edges``
+    against_spec: bool = False
 
 
 @dataclass

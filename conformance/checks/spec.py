@@ -63,7 +63,7 @@ def check_output_dtype(ctx: Context, out: TransformRun, truth: Truth, transform:
 
 
 CHECKS = (
-    Check("forward_matches_spec", check_forward_matches_spec),
-    Check("grad_matches_spec", check_grad_matches_spec, needs_grad=True),
+    Check("forward_matches_spec", check_forward_matches_spec, against_spec=True),
+    Check("grad_matches_spec", check_grad_matches_spec, needs_grad=True, against_spec=True),
     Check("output_dtype", check_output_dtype),
 )

@@ -23,6 +23,12 @@ CAUSES: dict[str, str] = {
                        "as its original does: the state held then (a membrane) did not travel with it",
     "copy-changed-original": "taking a copy in the middle of a sequence changed what the original computes next",
     "state-leak": "a transform left foreign tensors (batched, tracer, fake, functional) or changed values in the module",
+    "state-changed-in-eval": "a forward in eval mode changed a parameter or buffer (running statistics, an "
+                             "observer's range) that eval mode leaves as it is",
+    "mode-not-propagated": "eval(), train(False) or train() left a submodule in the other mode",
+    "batch-coupled": "a sample's output depends on the other samples of its batch (batch statistics): the module on "
+                     "the whole batch differs from each sample run alone, so vmap over samples and per-sample "
+                     "gradients compute something else",
     "state-advanced-twice": "recomputation (checkpoint) advanced the module's state a second time",
     "state-lost-between-calls": "fed one time step per call, the module agrees on the first call and parts later: "
                                 "the state it carries from call to call is lost, reset, frozen or not its own",

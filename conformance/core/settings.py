@@ -21,11 +21,13 @@ class UsageError(ValueError):
 
 #: Hypothesis profiles: examples per cell, fewer for compiling transforms (compilation dominates), fewer again for
 #: the costly ones (Transform.costly: inductor's code generation, dynamic-shape capture, an ONNX export: seconds per
-#: example; with one, it is the spec's first edge example, else a drawn one).
+#: example; with one, it is the spec's first edge example, else a drawn one). ``long_draws``: the cells that judge the
+#: spec's size edges also draw sizes past a kernel's tiles (strategies.long_draws); ci has the size edges only.
 PROFILES = {
-    "ci": dict(max_examples=5, compile_examples=2, costly_examples=1, derandomize=True, database=None),
-    "dev": dict(max_examples=20, compile_examples=4, costly_examples=2, derandomize=False),
-    "thorough": dict(max_examples=150, compile_examples=15, costly_examples=8, derandomize=False),
+    "ci": dict(max_examples=5, compile_examples=2, costly_examples=1, derandomize=True, database=None,
+               long_draws=False),
+    "dev": dict(max_examples=20, compile_examples=4, costly_examples=2, derandomize=False, long_draws=True),
+    "thorough": dict(max_examples=150, compile_examples=15, costly_examples=8, derandomize=False, long_draws=True),
 }
 DEFAULT_TIMEOUT_S = 300.0
 

@@ -133,8 +133,63 @@ def unit_interval(min_value: float = 0.05, max_value: float = 0.95) -> SearchStr
     return st.floats(min_value, max_value, allow_nan=False, allow_infinity=False)
 
 
+#: Sequence lengths of the neurons' size edges: one step past a time tile of 8 (first: a subject that scales its
+#: examples down keeps it), a tile of 16 exactly, and one step past 32 (past 8 and 16 several times over).
+LONG_SEQUENCE_STEPS = (9, 16, 33)
+#: Reduction lengths (K) of the binary layers' size edges: four 64-bit words and one bit, five words exactly, eight
+#: words and one bit; past a tile of 256 bits and past what an 8-bit accumulator holds.
+WIDE_K = (257, 320, 513)
+
+
+#: Whether the examples being drawn may reach the sizes of the size edges: set by the runner (:func:`long_draws`).
+_LONG_DRAWS = False
+
+
+@contextlib.contextmanager
+def long_draws(enabled: bool) -> Iterator[None]:
+    """Within it (``enabled``), :func:`time_steps` and :func:`reduction_lengths` also draw past a kernel's tiles;
+    outside it they draw exactly what they drew before, so a cell that does not judge the sizes keeps its examples."""
+    global _LONG_DRAWS
+    before, _LONG_DRAWS = _LONG_DRAWS, enabled
+    try:
+        yield
+    finally:
+        _LONG_DRAWS = before
+
+
 def time_steps(min_value: int = 1, max_value: int = 6) -> SearchStrategy[int]:
-    return st.integers(min_value, max_value)
+    """Sequence lengths in ``[min_value, max_value]``; under :func:`long_draws`, half the time past them up to the
+    longest of ``LONG_SEQUENCE_STEPS``."""
+    if not _LONG_DRAWS:
+        return st.integers(min_value, max_value)
+    return st.integers(min_value, max_value) | st.integers(max(min_value, max_value + 1), max(LONG_SEQUENCE_STEPS))
+
+
+def reduction_lengths(min_value: int, max_value: int) -> SearchStrategy[int]:
+    """Reduction lengths (K) in ``[min_value, max_value]``; under :func:`long_draws`, half the time past 256 up to the
+    widest of ``WIDE_K`` and a word more."""
+    if not _LONG_DRAWS:
+        return st.integers(min_value, max_value)
+    return st.integers(min_value, max_value) | st.integers(max(min_value, 257), max(WIDE_K) + 64)
+
+
+def agree_with(rows: torch.Tensor, weight_row: torch.Tensor) -> torch.Tensor:
+    """``rows`` (``(..., K)``) with the first row's signs made those of ``weight_row`` (magnitudes kept, at least 0.25;
+    0 where the weight is 0, which the same zero_value binarizes alike): a drawn sign dot product of exactly +K."""
+    rows = rows.clone()
+    first = rows.reshape(-1, rows.shape[-1])[0]
+    first.copy_(torch.where(weight_row != 0, weight_row.sign() * first.abs().clamp(min=0.25), 0.0))
+    return rows
+
+
+def signs_agreeing_with(weight_row: torch.Tensor, magnitudes: torch.Tensor) -> torch.Tensor:
+    """Two rows of ``magnitudes.abs()`` (clamped to at least 0.25): the first with the signs of ``weight_row`` (no zero
+    in it), the second with the opposite signs, so that their sign dot products with the row are +K and -K, the
+    extremes of a binary layer's accumulator (random signs keep it near sqrt(K))."""
+    if not bool((weight_row != 0).all()):
+        raise ValueError("a zero weight has no sign to agree with")
+    agree = weight_row.sign() * magnitudes.abs().clamp(min=0.25)
+    return torch.stack([agree, -agree])
 
 
 @st.composite

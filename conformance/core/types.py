@@ -63,6 +63,10 @@ class Spec:
                    (values exactly on its decision points, large magnitudes, extreme hyperparameters), checked in
                    every cell before the drawn ones, so that a cell's evidence is not only what a few random draws
                    reached. A fixed value is used as given; a fixed strategy gives its simplest value.
+    size_edges:    optional, like ``edges``: examples past the sizes a kernel tiles or accumulates in (sequences of 7
+                   to 33 steps, K over several 64-bit words with a tail, rows whose signs all agree or all disagree
+                   with the weights), checked after the others only by the checks against the spec in transforms
+                   that do not compile (a longer sequence is a longer compiled graph), so they cost little.
     """
 
     id: str
@@ -75,6 +79,7 @@ class Spec:
     differentiable: bool = True
     doc: str = ""
     edges: Callable[..., list[Example]] | None = None
+    size_edges: Callable[..., list[Example]] | None = None
 
     @property
     def family(self) -> str:
@@ -162,6 +167,9 @@ class Subject:
     releases:  ``(glob, reason)``: the releases of its library that have it (a glob over the installed release), and
                why others do not; in another release its cells are ``skip`` with that reason (the history view).
     formats:   exchange formats its library exports it to (``"nir"``: the NIR transforms, transforms/nir.py).
+    eval_hyper: the spec's hyperparameters that ``eval()`` changes, and to what (bitsandbytes' Linear8bitLt quantizes
+               its input in eval mode only): the ``eval`` column judges the module in eval mode against one built
+               with them. Empty: eval mode computes what training mode computes.
     """
 
     id: str
@@ -179,6 +187,7 @@ class Subject:
     protocol: CallProtocol | None = None
     releases: tuple[str, str] | None = None
     formats: frozenset[str] = frozenset()
+    eval_hyper: Mapping[str, Any] = field(default_factory=dict)
 
     def replace(self, **changes: Any) -> "Subject":
         return dataclasses.replace(self, **changes)
@@ -197,9 +206,6 @@ class Cell:
     @property
     def id(self) -> str:
         return f"{self.subject}|{self.transform}|{self.check}|{self.device}|{self.dtype}"
-
-
-OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip", "crash", "timeout")
 
 
 @dataclass(frozen=True)

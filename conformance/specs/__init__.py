@@ -3,7 +3,7 @@ drawn from, its decision margins and shape rules (:class:`~conformance.core.type
 
 from __future__ import annotations
 
-from . import affine, blockwise, fp8, models, neuron, quant
+from . import affine, blockwise, fp8, halfquadratic, models, neuron, quant
 
 #: Every spec, quantizers and layers first, then surrogates and neurons, then whole models.
-SPECS = (*quant.SPECS, *affine.SPECS, *blockwise.SPECS, *fp8.SPECS, *neuron.SPECS, *models.SPECS)
+SPECS = (*quant.SPECS, *affine.SPECS, *halfquadratic.SPECS, *blockwise.SPECS, *fp8.SPECS, *neuron.SPECS, *models.SPECS)

@@ -350,6 +350,116 @@ def weight_only_edges(**fixed) -> list[Example]:
     return [Example(x, params, hyper)]
 
 
+#: The QAT layers' fixed weight quantization: torch.ao's default QAT qconfig (qint8, per-channel symmetric).
+_QAT_KEYS = ("quant_min", "quant_max", "symmetric")
+
+
+def _qat_hyper(fixed) -> dict:
+    return dict(quant_min=S.edge_hyper(fixed, "quant_min", -128), quant_max=S.edge_hyper(fixed, "quant_max", 127),
+                symmetric=S.edge_hyper(fixed, "symmetric", True))
+
+
+def qat_linear_examples(**fixed):
+    """A batch of one to three (the weight's statistics do not depend on x): :func:`linear_inputs`, and in a third of
+    the examples the weight moved to one sign (a channel of one sign is quantized asymmetrically)."""
+    S.check_fixed(fixed, _QAT_KEYS + ("in_features",), "affine.qat_linear")
+
+    @st.composite
+    def draw_example(draw):
+        x, params = draw(linear_inputs(fixed, batch=draw(st.integers(1, 3))))
+        sign = draw(st.sampled_from([None, None, 1.0, -1.0]))
+        if sign is not None:
+            params["weight"] = params["weight"].abs() * sign
+        return Example(x, params, _qat_hyper(fixed))
+
+    return draw_example()
+
+
+#: Weight channels of every case of the fused observer's qparams, the first four with the scale exactly 2**-6 and
+#: weights on its ties (k + 1/2 steps): the maximum deciding (scale max / 127), the minimum deciding (|min| / 128),
+#: all positive (zero point -128, scale max / 255), all negative (127); all zero (scale 0.1), magnitudes whose scale
+#: falls below 6.1e-5 (raised to it), one weight of 1e4 (the others fall on few levels).
+_QAT_EDGE_CHANNELS = ([127 / 64, -0.5, 20.5 / 64, 0.5 / 64], [-2.0, 0.5, 20.5 / 64, -1.5 / 64],
+                      [255 / 64, 32.5 / 64, 1.0, 128.5 / 64], [-255 / 64, -32.5 / 64, -1.0, -128.5 / 64],
+                      [0.0, 0.0, 0.0, 0.0], [1e-9, -2e-9, 0.0, 5e-10], [1e4, -1.0, 0.5, 0.0])
+
+
+def qat_linear_edges(**fixed) -> list[Example]:
+    """:data:`_QAT_EDGE_CHANNELS` as the weight's rows; inputs of 1e4 beside small ones."""
+    params = {"weight": torch.tensor(_QAT_EDGE_CHANNELS, dtype=torch.float64),
+              "bias": torch.linspace(-1.0, 1.0, len(_QAT_EDGE_CHANNELS), dtype=torch.float64)}
+    x = _edge_rows([1.0, -2.0, 1e4, 0.5], {}, batch=2)
+    return [Example(x, params, _qat_hyper(fixed))]
+
+
+def qat_conv2d_examples(**fixed):
+    """x (B, C, H, W) and a weight (O, C / groups, k, k) from one drawn seed over a drawn valid geometry (at most two
+    channels per group, sides to 4) and a bias (a float Conv2d's default); in a third of the examples the weight
+    moved to one sign."""
+    S.check_fixed(fixed, _QAT_KEYS, "affine.qat_conv2d")
+
+    @st.composite
+    def draw_example(draw):
+        cfg = draw(S.conv2d_configs(max_channels=2, max_side=4))
+        gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+        side = cfg["height"]
+        x = draw(S.magnified(torch.randn((draw(st.integers(1, 2)), cfg["in_channels"], side, side), generator=gen,
+                                         dtype=torch.float64) * 3, low=64.0))
+        k = cfg["kernel_size"]
+        weight = torch.randn((cfg["out_channels"], cfg["in_channels"] // cfg["groups"], k, k), generator=gen,
+                             dtype=torch.float64)
+        sign = draw(st.sampled_from([None, None, 1.0, -1.0]))
+        params = {"weight": weight if sign is None else weight.abs() * sign,
+                  "bias": torch.randn((cfg["out_channels"],), generator=gen, dtype=torch.float64)}
+        hyper = {name: cfg[name] for name in ("stride", "padding", "dilation", "groups")}
+        return Example(x, params, {**hyper, **_qat_hyper(fixed)})
+
+    return draw_example()
+
+
+def qat_conv2d_edges(**fixed) -> list[Example]:
+    """:data:`_QAT_EDGE_CHANNELS` as 2x2 kernels of one input channel; an input of 1e4 beside small ones, padded."""
+    weight = torch.tensor(_QAT_EDGE_CHANNELS, dtype=torch.float64).reshape(-1, 1, 2, 2)
+    params = {"weight": weight, "bias": torch.linspace(-1.0, 1.0, weight.shape[0], dtype=torch.float64)}
+    x = torch.tensor([[[[1.0, -2.0, 0.5], [1e4, 0.25, -1.0], [0.0, 3.0, -0.5]]]], dtype=torch.float64)
+    hyper = dict(stride=1, padding=1, dilation=1, groups=1, **_qat_hyper(fixed))
+    return [Example(torch.cat([x, -x]), params, hyper)]
+
+
+def fake_quantized_linear_examples(**fixed):
+    """:func:`linear_inputs` with ``in_features`` a multiple of ``group_size`` (a subject fixes both), a batch of one
+    to three; in a quarter of the examples the input moved to one sign (the per-token range then ends at 0)."""
+    S.check_fixed(fixed, ("group_size", "in_features"), "affine.fake_quantized_linear")
+
+    @st.composite
+    def draw_example(draw):
+        group_size = draw(S.hyper(fixed, "group_size", st.just(8)))
+        in_features = fixed.get("in_features", st.sampled_from([group_size, 2 * group_size]))
+        x, params = draw(linear_inputs({"in_features": in_features}, batch=draw(st.integers(1, 3))))
+        if draw(st.integers(0, 3)) == 0:
+            x = x.abs()
+        return Example(x, params, dict(group_size=group_size))
+
+    return draw_example()
+
+
+def fake_quantized_linear_edges(**fixed) -> list[Example]:
+    """Tokens whose range makes the scale exactly 1 (-100 to 155: zero point -28) with values on the ties k + 0.5;
+    one all positive (range from 0); one with 1e4. Weight groups whose largest magnitude 7.5 makes the int4 scale 1,
+    with values on ties (the positive extreme 7.5 rounds to 8 and is clamped: no gradient there), a group of zeros
+    (scale float32's smallest normal: codes 0) and one of 1e4 beside small weights."""
+    group_size = S.edge_hyper(fixed, "group_size", 8)
+    k = 2 * group_size
+    ties = [-100.0, 155.0, 0.5, -0.5, 1.5, 2.5, -27.5, 100.5]
+    tokens = [_tiled(ties, k), _tiled([0.0, 0.25, 3.0, 1.5, 0.75, 2.0, 0.125, 1.0], k),
+              _tiled([1e4, -1.0, 0.5, 0.0, 2.0, -3.5, 0.25, 1.0], k)]
+    group_ties = _tiled([7.5, -7.5, 0.5, 1.5, -2.5, 3.5, 6.5, -0.5], group_size)
+    rows = [group_ties + [0.0] * group_size, [1e4, 0.5] + [-0.25] * (group_size - 2) + group_ties]
+    params = {"weight": torch.tensor(rows, dtype=torch.float64),
+              "bias": torch.tensor([0.5, -0.25], dtype=torch.float64)}
+    return [Example(torch.tensor(tokens, dtype=torch.float64), params, dict(group_size=group_size))]
+
+
 SPECS = (
     Spec(id="affine.fake_quantize", fn=affine.fake_quantize, examples=fake_quantize_examples,
          edges=fake_quantize_edges, margin=fake_quantize_margin,
@@ -383,4 +493,18 @@ SPECS = (
              "IntxWeightOnlyConfig): the weight symmetric per output channel (scale max|row| / 127.5 for int8, at "
              "least eps; x * inv_scale in float32, half to even, clamped), y = x @ dequant(W).T + bias; gradients "
              "of x and bias through the matmul, none for the weight."),
+    Spec(id="affine.qat_linear", fn=affine.qat_linear, examples=qat_linear_examples, edges=qat_linear_edges,
+         doc="torch.ao.nn.qat.Linear with the default QAT qconfig ('x86'): x @ W_fq.T + bias, the weight "
+             "fake-quantized per output channel by FusedMovingAvgObsFakeQuantize with the scale and zero point its "
+             "fused kernel chooses from the moving-average min/max (a fresh observer: the weight's own; "
+             "max(|min|/128, max/127) for a channel of both signs, asymmetric for one of one sign); STE inside the "
+             "clamp range. Train and eval alike (eval() leaves the observer running)."),
+    Spec(id="affine.qat_conv2d", fn=affine.qat_conv2d, examples=qat_conv2d_examples, edges=qat_conv2d_edges,
+         doc="torch.ao.nn.qat.Conv2d with the default QAT qconfig: conv2d(x, W_fq, bias), the weight fake-quantized "
+             "per output channel as affine.qat_linear's."),
+    Spec(id="affine.fake_quantized_linear", fn=affine.fake_quantized_linear, examples=fake_quantized_linear_examples,
+         edges=fake_quantized_linear_edges,
+         doc="torchao's QAT FakeQuantizedLinear (QATConfig prepare with its documented fake quantizers): int8 "
+             "per-token asymmetric activations, int4 per-group symmetric weights, both recomputed on every call in "
+             "float32; x_fq @ W_fq.T + bias with the STEs inside the clamp ranges."),
 )

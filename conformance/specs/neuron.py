@@ -6,7 +6,8 @@ from the kinks of the derivative, so that float32/float64 comparisons of the gra
 
 Neurons (``neuron.<name>``): ``x`` is ``(T, B, N)`` (``time_dim=0``) or ``(B, T, N)`` (``time_dim=1``, when a subject
 fixes it), ``T`` 1..6 (``min_steps``..6 when a subject fixes ``min_steps``), ``B`` 1..3, ``N`` 1..4, scaled so
-that neurons spike in a fair share of the steps.
+that neurons spike in a fair share of the steps; where the runner allows long draws, half the time ``T`` 7..33 with
+``B`` and ``N`` 1..2. The size edges: 9, 16 and 33 steps of the edge example's setting.
 ``params`` hold every tensor a library may make learnable (as float64 tensors of shape ``()``, or the recurrent
 weight matrix); ``hyper`` the plain values. Any name, parameter or hyperparameter, can be fixed by a subject (a value
 or a strategy).
@@ -236,7 +237,9 @@ def neuron_examples(name: str, **fixed: Any) -> st.SearchStrategy[Example]:
     @st.composite
     def draw_example(draw):
         time_dim = draw(cs.hyper(fixed, "time_dim", st.just(0)))
-        steps, batch, features = draw(cs.time_steps(min_steps, 6)), draw(st.integers(1, 3)), draw(st.integers(1, 4))
+        steps = draw(cs.time_steps(min_steps, 6))
+        long = steps > 6  # a long draw (strategies.long_draws): fewer samples and neurons, so it stays cheap
+        batch, features = draw(st.integers(1, 2 if long else 3)), draw(st.integers(1, 2 if long else 4))
         drawn: dict[str, Any] = {"N": features}
         for key, entry in (*hyper.items(), *params.items()):
             drawn[key] = draw(cs.hyper(fixed, key, _resolve(entry, drawn)))
@@ -283,10 +286,9 @@ EXACT_NEURON_EDGES = frozenset(_EXACT_EDGE_VALUES)
 _NEURON_EDGE_LEVELS = (0.0, 0.25, 0.5, 1.0, 2.0, -0.5, -1.0)
 
 
-def neuron_edges(name: str, **fixed: Any) -> list[Example]:
-    """One edge example for ``neuron.<name>``: 6 steps (or ``min_steps``) x batch 2 x 4 neurons of inputs at dyadic
-    multiples of the threshold scale, with the parameters of ``_NEURON_EDGE_VALUES``; other hyperparameters as the
-    subject fixes them, else the simplest value of their strategy."""
+def _neuron_edge_setting(name: str, fixed: dict) -> tuple[dict, dict, float]:
+    """The edge examples' parameters (``_NEURON_EDGE_VALUES``; other hyperparameters as the subject fixes them, else
+    the simplest value of their strategy), as (params, hyper, input scale)."""
     _, _, params, hyper, _, scale = _NEURONS[name]
     chosen: dict[str, Any] = {"N": 4}
     for key, entry in (*hyper.items(), *params.items()):
@@ -295,19 +297,41 @@ def neuron_edges(name: str, **fixed: Any) -> list[Example]:
         else:  # the simplest value of the spec's own strategy (None where it allows None)
             default = cs.edge_hyper({key: _resolve(entry, chosen)}, key, None)
         chosen[key] = cs.edge_hyper(fixed, key, default)
-    time_dim = cs.edge_hyper(fixed, "time_dim", 0)
-    steps = max(6, fixed.get("min_steps", 1))
-    levels = torch.tensor(_NEURON_EDGE_LEVELS, dtype=torch.float64)
-    picks = torch.randint(len(levels), (steps, 2, 4), generator=torch.Generator().manual_seed(20261205))
-    picks[0, :, :2] = _NEURON_EDGE_LEVELS.index(1.0)  # from rest, one step of this input reaches the threshold
-    x = levels[picks] * float(scale(chosen))
-    if time_dim == 1:
-        x = x.transpose(0, 1).contiguous()
     tensors = {key: value if isinstance(value, torch.Tensor) else torch.tensor(float(value), dtype=torch.float64)
                for key in params if (value := chosen[key]) is not None}
     plain = {key: chosen[key] for key in hyper}
-    plain["time_dim"] = time_dim
-    return [Example(x, tensors, plain)]
+    plain["time_dim"] = cs.edge_hyper(fixed, "time_dim", 0)
+    return tensors, plain, float(scale(chosen))
+
+
+def _neuron_edge_examples(name: str, fixed: dict, sequences: tuple[tuple[int, int], ...], batch: int) -> list[Example]:
+    """One example per (steps, seed) of ``sequences``: steps x ``batch`` x 4 neurons of inputs at dyadic multiples of
+    the threshold scale drawn with that seed (the first step's first two neurons at the level that reaches the
+    threshold from rest)."""
+    tensors, plain, scale = _neuron_edge_setting(name, fixed)
+    levels = torch.tensor(_NEURON_EDGE_LEVELS, dtype=torch.float64)
+    examples = []
+    for steps, seed in sequences:
+        picks = torch.randint(len(levels), (steps, batch, 4), generator=torch.Generator().manual_seed(seed))
+        picks[0, :, :2] = _NEURON_EDGE_LEVELS.index(1.0)  # from rest, one step of this input reaches the threshold
+        x = levels[picks] * scale
+        if plain["time_dim"] == 1:
+            x = x.transpose(0, 1).contiguous()
+        examples.append(Example(x, {k: v.clone() for k, v in tensors.items()}, dict(plain)))
+    return examples
+
+
+def neuron_edges(name: str, **fixed: Any) -> list[Example]:
+    """One edge example for ``neuron.<name>``: 6 steps (or ``min_steps``) x batch 2 x 4 neurons of inputs at dyadic
+    multiples of the threshold scale, with the parameters of ``_NEURON_EDGE_VALUES``; other hyperparameters as the
+    subject fixes them, else the simplest value of their strategy."""
+    return _neuron_edge_examples(name, fixed, ((max(6, fixed.get("min_steps", 1)), 20261205),), 2)
+
+
+def neuron_size_edges(name: str, **fixed: Any) -> list[Example]:
+    """The edge example's setting over ``LONG_SEQUENCE_STEPS`` (past the time tiles of a fused kernel, a step counter
+    or an index that wraps) with a batch of one: a whole long sequence's spikes and gradients against the spec."""
+    return _neuron_edge_examples(name, fixed, tuple((steps, 20261207 + steps) for steps in cs.LONG_SEQUENCE_STEPS), 1)
 
 
 def neuron_margin(trace: Callable, example: Example) -> torch.Tensor:
@@ -327,7 +351,8 @@ def _neuron_spec(name: str) -> Spec:
     return Spec(id=f"neuron.{name}", fn=fn, examples=functools.partial(neuron_examples, name),
                 margin=functools.partial(neuron_margin, trace), time_dim=0, batch_dim=1,
                 doc=(fn.__doc__ or "").strip().splitlines()[0],
-                edges=functools.partial(neuron_edges, name) if name in _NEURON_EDGE_VALUES else None)
+                edges=functools.partial(neuron_edges, name) if name in _NEURON_EDGE_VALUES else None,
+                size_edges=functools.partial(neuron_size_edges, name) if name in _NEURON_EDGE_VALUES else None)
 
 
 SPECS: tuple[Spec, ...] = (*(_surrogate_spec(name) for name in S.SURROGATES),

@@ -436,10 +436,14 @@ def pack_signs_examples(**fixed):
         dim = draw(S.hyper(fixed, "dim", st.sampled_from([-1, -2])))
         words = draw(st.integers(1, 3))  # past one word with a tail, as the edges, but drawn
         length = word_bits * words if pad is None else draw(st.integers(1, 20) if words == 1 else
-                                                             st.integers(word_bits + 1, 3 * word_bits))
+                                                             S.reduction_lengths(word_bits + 1, 3 * word_bits))
         other = draw(st.integers(1, 2))
         shape = (draw(_batch(fixed)), other, length) if dim == -1 else (draw(_batch(fixed)), length, other)
-        return Example(draw(S.signs(shape)), {}, dict(dim=dim, word_bits=word_bits,
+        if length > 3 * word_bits:  # a long draw: seeded (element by element, a thousand signs overrun the buffer)
+            x = torch.where(draw(_seeded_tensors(shape, salt=4)) > 0, 1.0, -1.0).to(torch.float64)
+        else:
+            x = draw(S.signs(shape))
+        return Example(x, {}, dict(dim=dim, word_bits=word_bits,
                                                        bit_order=draw(S.hyper(fixed, "bit_order", st.sampled_from(packing.BIT_ORDERS))),
                                                        pad=pad))
 
@@ -456,13 +460,16 @@ def binary_matmul_examples(**fixed):
                      bit_order=draw(S.hyper(fixed, "bit_order", st.sampled_from(packing.BIT_ORDERS))))
         wide = draw(st.booleans())  # K under one word, or past it with a tail up to three words
         word_bits = hyper["word_bits"]
-        k = draw(st.integers(word_bits + 1, 3 * word_bits) if wide else st.integers(1, 12))
+        k = draw(S.reduction_lengths(word_bits + 1, 3 * word_bits) if wide else st.integers(1, 12))
         shape = (draw(_batch(fixed)),) + ((2,) if draw(st.booleans()) else ()) + (k,)
         n = draw(st.integers(1, 3))
         if wide:  # seeded (an element-by-element draw of a few hundred values overruns hypothesis' buffer)
             x = draw(_seeded_tensors(shape, away_from=(0.0,), salt=2))
             w = draw(_seeded_tensors((n, k), away_from=(0.0,), salt=3))
-            return Example(draw(_seeded_zeros(x)), {"w": draw(_seeded_zeros(w))}, hyper)
+            x, w = draw(_seeded_zeros(x)), draw(_seeded_zeros(w))
+            if k > 256:  # a long draw: one row at the accumulator's extreme +K
+                x = S.agree_with(x, w[0])
+            return Example(x, {"w": w}, hyper)
         x = draw(S.tensors(shape, away_from=(0.0,)))
         w = draw(S.tensors((n, k), away_from=(0.0,)))
         return Example(draw(_maybe_zeros(x)), {"w": draw(_maybe_zeros(w))}, hyper)
@@ -516,6 +523,41 @@ def binary_matmul_edges(**fixed) -> list[Example]:
     return examples
 
 
+def pack_signs_size_edges(**fixed) -> list[Example]:
+    """Rows of ``WIDE_K`` signs (past four 64-bit words and a bit, five words, eight words and a bit; whole words where
+    the subject allows no padding), one of them all +1 (every bit of every word set), 64- and 32-bit words, both bit
+    orders and paddings, unless the subject fixes them."""
+    examples = []
+    for i, k in enumerate(S.WIDE_K):
+        hyper = dict(dim=S.edge_hyper(fixed, "dim", -1), word_bits=S.edge_hyper(fixed, "word_bits", (64, 32)[i % 2]),
+                     bit_order=S.edge_hyper(fixed, "bit_order", packing.BIT_ORDERS[i % 2]),
+                     pad=S.edge_hyper(fixed, "pad", (-1.0, 1.0)[i % 2]))
+        length = k if hyper["pad"] is not None else -(-k // hyper["word_bits"]) * hyper["word_bits"]
+        rows = torch.where(_seeded((S.edge_hyper(fixed, "batch", 1), 2, length), 90 + i) > 0, 1.0, -1.0)
+        rows[:, 0] = 1.0
+        if hyper["dim"] != -1:
+            rows = rows.transpose(-1, -2).contiguous()
+        examples.append(Example(rows.to(torch.float64), {}, hyper))
+    return examples
+
+
+def binary_matmul_size_edges(**fixed) -> list[Example]:
+    """K of ``WIDE_K`` with a row of x whose signs all agree with the first row of w and one whose signs all disagree
+    (sign dot products of exactly +K and -K, which an accumulator narrower than K must hold), weights of magnitudes
+    1e-3 to 1e4 as the edges; both zero_values, bit orders and word sizes unless fixed."""
+    examples = []
+    for i, k in enumerate(S.WIDE_K):
+        scale = 10.0 ** torch.arange(-3, 5, dtype=torch.float64).repeat(k)[:k]
+        w = _seeded((3, k), 100 + i) * scale
+        x = S.signs_agreeing_with(w[0], _seeded((k,), 110 + i) * scale.flip(0))
+        hyper = dict(zero_value=S.edge_hyper(fixed, "zero_value", (1.0, -1.0)[i % 2]),
+                     word_bits=S.edge_hyper(fixed, "word_bits", (64, 32)[i % 2]),
+                     bit_order=S.edge_hyper(fixed, "bit_order", packing.BIT_ORDERS[i % 2]))
+        batch = S.edge_hyper(fixed, "batch", 2)
+        examples.append(Example(x.repeat((batch + 1) // 2, 1)[:batch], {"w": w}, hyper))
+    return examples
+
+
 # ----------------------------------------------------------------------------------------------- layers
 
 _LAYER_HYPER = ("input_quant", "threshold", "zero_value", "weight_scaling")
@@ -563,7 +605,7 @@ def binary_linear_examples(**fixed):
     def draw_example(draw):
         hyper = _layer_hyper(draw, fixed)
         # K under one 32-bit word, or past it with a tail up to three words (drawn from a seed)
-        k = draw(S.hyper(fixed, "in_features", st.integers(1, 6) | st.integers(33, 96)))
+        k = draw(S.hyper(fixed, "in_features", st.integers(1, 6) | S.reduction_lengths(33, 96)))
         n = draw(S.hyper(fixed, "out_features", st.integers(1, 4)))
         shape = (draw(_batch(fixed)),) + ((2,) if draw(S.hyper(fixed, "inner_dim", st.booleans())) else ()) + (k,)
         wide = "in_features" in fixed or k > 32
@@ -577,6 +619,8 @@ def binary_linear_examples(**fixed):
         params = {"weight": draw(weight)}
         if draw(S.hyper(fixed, "bias", st.booleans())):
             params["bias"] = draw(S.tensors((n,)))
+        if k > 256 and "in_features" not in fixed:  # a long draw: one row at the accumulator's extreme +K
+            x = S.agree_with(x, params["weight"][0])
         return Example(x, params, hyper)
 
     return draw_example()
@@ -641,6 +685,33 @@ def binary_linear_edges(**fixed) -> list[Example]:
         x = _with_edges(_seeded(shape, 30 + i) * 4.0, hyper)
         params = _layer_edge_params(fixed, setting, (n, k), salt=40 + i)
         examples.append(Example(x, params, hyper))
+    return examples
+
+
+def _beyond_256(value: int) -> bool:
+    return value > 256
+
+
+def binary_linear_size_edges(**fixed) -> list[Example]:
+    """K of ``WIDE_K`` (or the subject's own, past 256 where it allows), two input rows whose signs all agree and all
+    disagree with the first weight row (outputs of exactly +K and -K before scaling and bias: an accumulator narrower
+    than K wraps there), magnitudes in quarters (a float sum of them is exact in float32); the two edge settings in
+    turn."""
+    examples, seen = [], set()
+    for i, k in enumerate(S.WIDE_K):
+        setting = _LAYER_EDGE_SETTINGS[i % 2]
+        hyper = _layer_edge_hyper(fixed, setting)
+        k = S.edge_hyper(fixed, "in_features", k, prefer=_beyond_256)
+        if k in seen:
+            continue
+        seen.add(k)
+        params = _layer_edge_params(fixed, setting, (S.edge_hyper(fixed, "out_features", 3), k), salt=120 + i)
+        params["weight"] = _seeded(params["weight"].shape, 120 + i)  # no zero: every weight has a sign to agree with
+        x = _quarters(S.signs_agreeing_with(params["weight"][0], _seeded((k,), 130 + i) * 4.0))
+        if S.edge_hyper(fixed, "inner_dim", False):
+            x = x.unsqueeze(1).repeat(1, 2, 1)
+        batch = S.edge_hyper(fixed, "batch", 2)
+        examples.append(Example(x.repeat((batch + 1) // 2, *(1,) * (x.dim() - 1))[:batch], params, hyper))
     return examples
 
 
@@ -716,6 +787,46 @@ def binary_conv2d_edges(**fixed) -> list[Example]:
     return examples
 
 
+#: Input channels of the conv's size edges: K = 9 x channels of 261, 324 and 513 (as ``WIDE_K``), the channels
+#: themselves within one, past one and past two 32-bit words.
+_WIDE_CONV_CHANNELS = (29, 36, 57)
+
+
+def binary_conv2d_size_edges(**fixed) -> list[Example]:
+    """Input channels of ``_WIDE_CONV_CHANNELS`` (or the subject's own, with K past 256 where it allows) under a 3x3
+    kernel: K = 9 x channels past 256. The first output channel of each group has, in every kernel position, the
+    signs of a per-channel pattern that the first input carries at every pixel and the second carries negated, so
+    every window inside the input sums to exactly +K and -K; the two edge settings in turn, unpadded, stride 1."""
+    examples, seen = [], set()
+    for i, channels in enumerate(_WIDE_CONV_CHANNELS):
+        setting = _LAYER_EDGE_SETTINGS[i % 2]
+        hyper = _layer_edge_hyper(fixed, setting)
+        geometry = dict(stride=1, padding=0, dilation=1, groups=1)
+        hyper.update({name: S.edge_hyper(fixed, name, value) for name, value in geometry.items()})
+        hyper["pad_value"] = S.edge_hyper(fixed, "pad_value", binary.PAD_VALUES[1 + i % 2])
+        groups = hyper["groups"]
+        cin = S.edge_hyper(fixed, "in_channels", channels, prefer=lambda c: _beyond_256(9 * c))
+        if cin % groups or cin in seen:
+            continue
+        seen.add(cin)
+        reach = 2 * hyper["dilation"] + 1
+        side = max(S.edge_hyper(fixed, "size", 3), reach - 2 * hyper["padding"], 1)
+        pattern = torch.where(_seeded((cin,), 140 + i) > 0, 1.0, -1.0).to(torch.float64)
+        magnitudes = _quarters(_seeded((2, cin, side, side), 150 + i).abs() * 4.0).clamp(min=0.25)
+        x = torch.stack([pattern, -pattern])[:, :, None, None] * magnitudes
+        batch = S.edge_hyper(fixed, "batch", 2)
+        x = x.repeat((batch + 1) // 2, 1, 1, 1)[:batch]
+        cout = groups * 2
+        params = _layer_edge_params(fixed, setting, (cout, cin // groups, 3, 3), salt=160 + i)
+        weight = _seeded((cout, cin // groups, 3, 3), 160 + i)
+        for g in range(groups):  # the first output channel of group g agrees with the pattern of its channels
+            rows = pattern[g * (cin // groups):(g + 1) * (cin // groups)]
+            weight[g * 2] = weight[g * 2].abs().clamp(min=0.25) * rows[:, None, None]
+        params["weight"] = weight
+        examples.append(Example(x, params, hyper))
+    return examples
+
+
 def bie_binary_conv2d_examples(**fixed):
     names = ("batch", "scale_w", "stride", "padding", "dilation", "quantize_grad_weight", "zero_value", "pad_value")
     S.check_fixed(fixed, names, "layer.bie_binary_conv2d")
@@ -779,14 +890,17 @@ SPECS = (
          doc="TWN ternary. " + _PER_TENSOR + " Margin: |x| - delta."),
     Spec(id="packing.pack_signs", fn=packing.pack_signs, examples=pack_signs_examples, differentiable=False,
          doc="Output dtype is int8/16/32/64 by word_bits (signed words), not the input's: compare against "
-             "the reference output's dtype.", edges=pack_signs_edges),
+             "the reference output's dtype.", edges=pack_signs_edges,
+         size_edges=pack_signs_size_edges),
     Spec(id="packing.binary_matmul", fn=packing.binary_matmul, examples=binary_matmul_examples,
-         doc="sign(x) @ sign(w).T through packing + XNOR-popcount; identity STE gradient.", edges=binary_matmul_edges),
+         doc="sign(x) @ sign(w).T through packing + XNOR-popcount; identity STE gradient.", edges=binary_matmul_edges,
+         size_edges=binary_matmul_size_edges),
     Spec(id="layer.binary_linear", fn=binary.binary_linear, examples=binary_linear_examples,
-         doc="Linear on binarized input and weight; STE gradients.", edges=binary_linear_edges),
+         doc="Linear on binarized input and weight; STE gradients.", edges=binary_linear_edges,
+         size_edges=binary_linear_size_edges),
     Spec(id="layer.binary_conv2d", fn=binary.binary_conv2d, examples=binary_conv2d_examples,
          doc="Conv2d on binarized input (padded with pad_value after binarizing) and weight; STE gradients.",
-         edges=binary_conv2d_edges),
+         edges=binary_conv2d_edges, size_edges=binary_conv2d_size_edges),
     Spec(id="layer.bie_binary_conv2d", fn=binary.bie_binary_conv2d, examples=bie_binary_conv2d_examples,
          doc="bitorch-engine CUTLASS binary conv, training semantics of its hand-written backward. No jvp. "
              "1/sqrt(numel) and the int8 grad_weight max span the batch: examples draw a batch of one. "

@@ -112,6 +112,10 @@ def build_lenet(example: Example) -> nn.Module:
     return model.eval()
 
 
+#: the models are built in eval mode (BatchNorm's training mode couples the samples of a batch)
+_BUILT_IN_EVAL = "built in eval mode (its BatchNorm layers would couple the samples of a batch): every column runs it so"
+
+
 def build_resnet18v2(example: Example) -> nn.Module:
     from bitorch.models import Resnet18V2
 
@@ -203,13 +207,15 @@ _OPACUS_DEEPCOPY = Known(transform="opacus_*", cause="deepcopy-getattr-recursion
                          reproducer="reproducers/bitorch/layer_container_opacus.py")
 
 
-def _threshold_zero_known(function: str) -> Known:
-    return Known(transform="eager", check="grad_matches_spec", cause="grad-mismatch",
-                 reason=f"QActivation documents gradient_cancellation_threshold=0 as 'disabled', but __init__ does "
-                        f"'threshold or config.gradient_cancellation_threshold', so 0.0 becomes 1.0 and the "
-                        f"{function} gradient is zeroed for |x| > 1",
-                 link=f"{SOURCE}/layers/qactivation.py",
-                 reproducer="reproducers/bitorch/qactivation_threshold_zero_not_disabled.py")
+def _threshold_zero_known(function: str) -> tuple[Known, ...]:
+    # eager, and the module built in float32 then converted (conversions.py): the same threshold in every dtype
+    return tuple(Known(transform=column, check="grad_matches_spec", cause="grad-mismatch",
+                       reason=f"QActivation documents gradient_cancellation_threshold=0 as 'disabled', but __init__ "
+                              f"does 'threshold or config.gradient_cancellation_threshold', so 0.0 becomes 1.0 and the "
+                              f"{function} gradient is zeroed for |x| > 1",
+                       link=f"{SOURCE}/layers/qactivation.py",
+                       reproducer="reproducers/bitorch/qactivation_threshold_zero_not_disabled.py")
+                 for column in ("eager", "to_float64", "half"))
 
 
 _LAYER_LEVEL = "a layer-level transform: Resnet18V2 is a model-level row (LeNet and bitorch's layer rows cover it)"
@@ -260,7 +266,7 @@ def _subject(name: str, spec: str, build, *, known: tuple[Known, ...] = (), **fi
 def subjects() -> Iterator[Subject]:
     sign = {"zero_value": 1.0}
     yield _subject("QActivation[sign]", "quant.sign_ste", _qactivation("sign", False), fixed=sign,
-                   known=(_threshold_zero_known("sign STE"), _JIT_SCRIPT,
+                   known=(*_threshold_zero_known("sign STE"), _JIT_SCRIPT,
                           *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("QActivation[sign,cancel]", "quant.sign_clipped_ste", _qactivation("sign", True),
                    fixed=dict(sign, threshold=_THRESHOLDS, inclusive=True),
@@ -271,11 +277,11 @@ def subjects() -> Iterator[Subject]:
     # which would make the cancellation finding depend on the drawn x).
     yield _subject("QActivation[swishsign]", "quant.swish_sign", _qactivation("swishsign", False),
                    fixed=dict(sign, beta=st.sampled_from([1.0, 2.0])),
-                   known=(_threshold_zero_known("SwishSign"), _JIT_SCRIPT,
+                   known=(*_threshold_zero_known("SwishSign"), _JIT_SCRIPT,
                           *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("QActivation[inputdorefa]", "quant.dorefa_activation", _qactivation("inputdorefa", False),
                    fixed={"gradient": "identity"},
-                   known=(_threshold_zero_known("InputDoReFa identity-STE"), _JIT_SCRIPT,
+                   known=(*_threshold_zero_known("InputDoReFa identity-STE"), _JIT_SCRIPT,
                           *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     yield _subject("QActivation[steheaviside]", "quant.sign_clipped_ste", _qactivation("steheaviside", False),
                    fixed={"zero_value": -1.0, "threshold": 1.0, "inclusive": True},
@@ -283,8 +289,13 @@ def subjects() -> Iterator[Subject]:
                           *_functorch_known("GradientCancellation", _FUNC_TRANSFORMS)))
     # progressive_sign as constructed by default (its scale from bitorch's global schedule): no spec has it, so
     # every transform is judged against the eager activation
+    progressive_in_training = ("ProgressiveSign applies its progressive (scaled) sign 'during training' only "
+                               "(quantizations/progressive_sign.py: `if self.training`) and the plain sign in eval "
+                               "mode: eval mode computes otherwise by design, and no spec states either")
     yield _subject("QActivation[progressive_sign]", "model.features_layer", _qactivation("progressive_sign", False),
-                   not_applicable={"eager:output_dtype": "an opaque spec (fn=None) declares no output dtype"},
+                   not_applicable={"eager:output_dtype": "an opaque spec (fn=None) declares no output dtype",
+                                   "eval:preserves_forward": progressive_in_training,
+                                   "eval:preserves_grad": progressive_in_training},
                    known=(_JIT_SCRIPT, *_functorch_known("ProgressiveSignFunctionTrain", _FUNC_TRANSFORMS)))
     yield _subject("WeightDoReFa", "quant.dorefa_weight", build_weight_dorefa, fixed={"gradient": "identity"},
                    known=(_JIT_SCRIPT, *_functorch_known("WeightDoReFaFunction", _FUNC_TRANSFORMS)))
@@ -321,7 +332,8 @@ def subjects() -> Iterator[Subject]:
                                    "compile_inductor": "inductor compiles the whole model's forward+backward in ~30 s "
                                    "per example on one CPU thread, over the CI cell budget; compile_aot_eager covers "
                                    "dynamo's capture of the model",
-                                   "compile_dynamic": "as compile_inductor (inductor, whole model, over the CI budget)"},
+                                   "compile_dynamic": "as compile_inductor (inductor, whole model, over the CI budget)",
+                                   "eval": _BUILT_IN_EVAL},
                    known=(*_container_known(), *_CUDA_MODEL_KNOWN, _ONNX_SIGN_FLIPS,
                           Known(transform="opacus_*", cause="opacus-failed", link=DEEPCOPY_VMAP_PR,
                                 reason="LeNet has BatchNorm layers (buffers), which Opacus' strict GradSampleModule "
@@ -339,7 +351,7 @@ def subjects() -> Iterator[Subject]:
                               "fc.weight": "_model.output_layer.weight"},
                    not_applicable={**_RESNET_NOT_APPLICABLE,
                                    "eager:output_dtype": "check_output_dtype reads the spec's output dtype, which an "
-                                   "opaque model (fn=None) does not have"},
+                                   "opaque model (fn=None) does not have", "eval": _BUILT_IN_EVAL},
                    known=(*(k for k in _container_known() if k.transform != "jit_script"),
                           *_functorch_known("GradientCancellation", ("per_sample_grad",)),
                           Known(transform="opacus_*", cause="opacus-failed", link=DEEPCOPY_VMAP_PR,

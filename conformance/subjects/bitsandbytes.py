@@ -148,6 +148,6 @@ def subjects() -> Iterator[Subject]:
                                                       "blocksize": 64},
                       known=_KNOWN_4BIT, **common)
     yield Subject(id="bitsandbytes.nn.Linear8bitLt", spec="blockwise.linear_int8", build=build_linear_8bit,
-                  fixed={"quantize_input": False}, known=_KNOWN_8BIT, **common)
+                  fixed={"quantize_input": False}, eval_hyper={"quantize_input": True}, known=_KNOWN_8BIT, **common)
     yield Subject(id="bitsandbytes.nn.Linear8bitLt[eval]", spec="blockwise.linear_int8", build=build_linear_8bit,
                   fixed={"quantize_input": True}, known=_KNOWN_8BIT_EVAL, **common)

@@ -149,6 +149,12 @@ _BINARY_WEIGHT = (
     Known(transform="export", cause="export-failed", link=f"{SOURCE}/function/ops_ste.py",
           reproducer="reproducers/brevitas/export_binary_weight_inplace_clamp.py",
           reason="torch.export fails in the same place as jit_trace: the binary " + _WEIGHT_CLAMP),
+    Known(transform="eval", check="eval_keeps_state", cause="state-changed-in-eval",
+          link="https://github.com/Xilinx/brevitas/issues/282",
+          reproducer="reproducers/brevitas/eval_binary_weight_inplace_clamp.py",
+          reason="the binary weight quantizer clamps the weight Parameter to [-scale, scale] in place on every forward "
+                 "(InplaceTensorClampSte, added on purpose: BinaryConnect's clipping of the latent weights in "
+                 "training), in eval mode too: inference rewrites weights loaded from elsewhere"),
 )
 _FUNC = ("vmap", "grad", "jvp")
 _PER_SAMPLE = _FUNC + ("per_sample_grad",)
@@ -274,6 +280,16 @@ _DEFAULT_ACTIVATIONS = (
 )
 
 
+#: the default activation scale (ParameterFromRuntimeStatsScaling) is computed otherwise in each mode, by design
+_RUNTIME_STATS = ("the default activation scale (core/scaling/standalone.py, ParameterFromRuntimeStatsScaling) is the "
+                  "batch's own statistic in training mode (collecting it) and the statistic collected so far in eval "
+                  "mode")
+_RUNTIME_STATS_MODES = {
+    "eval:preserves_forward": _RUNTIME_STATS + ": eval mode computes otherwise by design, and no spec states either",
+    "eval:preserves_grad": _RUNTIME_STATS + ": eval mode computes otherwise by design, and no spec states either",
+}
+
+
 def subjects() -> Iterator[Subject]:
     per_tensor = dict(zero_point=0, rounding="half_even", channel_dim=None, scale=_SCALES)
     yield _subject("QuantIdentity[binary]", "quant.sign_clipped_ste", build_identity_binary,
@@ -306,8 +322,8 @@ def subjects() -> Iterator[Subject]:
     opaque = {"eager:output_dtype": "an opaque spec (fn=None) declares no output dtype"}
     weights = {"weight": "weight", "bias": "bias"}
     for name, build in (("QuantIdentity[default]", build_identity_default), ("QuantReLU[default]", build_relu_default)):
-        yield _subject(name, "model.features_layer", build, not_applicable=opaque, known=_DEFAULT_ACTIVATIONS,
-                       bdpy=_BDPY[1:])
+        yield _subject(name, "model.features_layer", build, not_applicable={**opaque, **_RUNTIME_STATS_MODES},
+                       known=_DEFAULT_ACTIVATIONS, bdpy=_BDPY[1:])
     yield _subject("QuantLinear[default]", "model.features_layer", build_linear_default, not_applicable=opaque,
                    param_map=weights, known=_DEFAULT_WEIGHT_LAYERS)
     yield _subject("QuantConv2d[default]", "model.image_classifier", build_conv2d_default, not_applicable=opaque,

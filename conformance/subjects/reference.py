@@ -82,6 +82,12 @@ SPEC_NOT_APPLICABLE_ONE = {
                 "moves it past the clamp edge, which zeroes the STE gradient there, and the tie rule excuses flips of "
                 "the forward only, not of a gradient's clamp mask",
     },
+    "affine.fake_quantized_linear": {
+        "half": "the module converted by .half() holds a float16-rounded weight and rounds its input to float16: "
+                "the spec's exact int8/int4 codes of those values differ from the drawn float32 ones by a step where "
+                "a value lies near a rounding boundary (up to 20% of the output over 200 random draws), which no "
+                "float16 tolerance covers and the tie rule does not excuse",
+    },
     "blockwise.linear_int8": {
         "half": "the edge examples' |x| up to 1e4 times the weights pass float16's largest finite value 65504 inside "
                 "the matrix product, whose sum of +inf and -inf terms is NaN: a range float16 does not have",

@@ -78,6 +78,10 @@ class Squeezed(FromReset):
         return self.layer(x.flatten(0, 1)).reshape(x.shape)
 
 
+#: the spec's spike_threshold range (specs/neuron.py), at values float32 holds exactly
+FLOAT32_THRESHOLDS = st.floats(0.25, 2.0, width=32)
+
+
 def build_iaf(example: Example, persist: bool = False) -> nn.Module:
     from sinabs.layers import IAF
 
@@ -168,6 +172,15 @@ _GB_REASON = ("the forward passes the spike_fn class and the surrogate dataclass
               "autograd.Function.apply, where dynamo cannot take python_type() of them")
 
 
+def _float64_grad(reason: str, *, converted: bool = True) -> tuple[Known, ...]:
+    """The float32 spikes' rounding of a float64 layer's gradient: in the eager float64 cells and, with ``converted``,
+    in the to_float64 cells (built in float32, then .double(): float32 cells) where their examples show it."""
+    eager = Known("eager", "grad_matches_spec", dtype="float64", cause="grad-mismatch", link=_SPIKE, reason=reason,
+                  reproducer="reproducers/sinabs/neuron_float64_gradient_float32.py")
+    return (eager, Known("to_float64", "grad_matches_spec", cause="grad-mismatch", link=_SPIKE, reason=reason,
+                         reproducer=eager.reproducer)) if converted else (eager,)
+
+
 def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
     lif = f"{_SRC}/layers/functional/lif.py"
     known = [
@@ -177,10 +190,8 @@ def _known_neuron(*, learnable: bool) -> tuple[Known, ...]:
         Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", link=_SPIKE,
               reason="MultiSpike/SingleSpike return .float() spikes: float32 whatever the membrane's dtype",
               reproducer="reproducers/sinabs/neuron_spikes_float32.py"),
-        Known("eager", "grad_matches_spec", dtype="float64", cause="grad-mismatch", link=_SPIKE,
-              reason="MultiSpike/SingleSpike return .float() spikes, so the gradient reaching them is rounded to "
-                     "float32: a float64 layer's gradients are float32-accurate (errors near 4e-8 relative)",
-              reproducer="reproducers/sinabs/neuron_float64_gradient_float32.py"),
+        *_float64_grad("MultiSpike/SingleSpike return .float() spikes, so the gradient reaching them is rounded to "
+                       "float32: a float64 layer's gradients are float32-accurate (errors near 4e-8 relative)"),
         Known("compile_*", "no_graph_breaks", cause="graph-break:Data-dependent branching", reason=_GB_211,
               link=_LAYER, device="cuda", torch="2.11*",
               reproducer="reproducers/sinabs/compile_cuda_torch211_branch_on_spike_fn.py"),
@@ -267,7 +278,7 @@ _STEPPED_GRAPH_FORGETS = ("{made} on a fresh layer, the {graph} records the re-i
                           "examples: IAF's exactly at the threshold, LIF's with its inputs)")
 
 
-def _known_surrogate() -> tuple[Known, ...]:
+def _known_surrogate(*, converted: bool) -> tuple[Known, ...]:
     dtype = "SingleSpike returns .float() spikes: float32 whatever the input dtype"
     return (*(Known(t, cause="autograd-function-without-setup_context", reason=_OLD_STYLE, link=_SPIKE,
                     reproducer=f"reproducers/sinabs/torch_func_{t}_spike_fn.py")
@@ -276,10 +287,8 @@ def _known_surrogate() -> tuple[Known, ...]:
                   reproducer="reproducers/sinabs/single_spike_float32.py"),
             Known("eager", "output_dtype", dtype="bfloat16", cause="dtype-mismatch", reason=dtype, link=_SPIKE,
                   reproducer="reproducers/sinabs/single_spike_float32.py"),
-            Known("eager", "grad_matches_spec", dtype="float64", cause="grad-mismatch", link=_SPIKE,
-                  reason="SingleSpike returns .float() spikes, so the gradient reaching it is rounded to float32: "
-                         "float32-accurate surrogate gradients for a float64 membrane",
-                  reproducer="reproducers/sinabs/neuron_float64_gradient_float32.py"))
+            *_float64_grad("SingleSpike returns .float() spikes, so the gradient reaching it is rounded to float32: "
+                           "float32-accurate surrogate gradients for a float64 membrane", converted=converted))
 
 
 #: sinabs ships its spike functions as autograd.Function classes, not modules: there is no module to script.
@@ -373,6 +382,14 @@ _SHARED_DEFAULTS = (
 )
 
 
+#: a harness limit, declared rather than judged (found 2026-12-07, open): the tie rule excuses output elements whose
+#: input lies within the dtype's spacing of a decision point, not a parameter's gradient summed over them
+_HALF_TAU_GRADIENT = ("not judged in float16: an edge example puts the membrane at 2.0003, within float16's spacing "
+                      "(0.002) of the multi-spike boundary 2; in float16 it is 2.0 and the tau_mem gradient differs "
+                      "from the spec's at the float32 membrane by 3%, which the tie rule excuses for output elements "
+                      "but not for a parameter's gradient summed over them (a harness limit, open)")
+
+
 def subjects() -> Iterator[Subject]:
     # a small network for the exchange columns (NIR): model.snn_network
     network = exchange_network(LIBRARY.name, REQUIRES)
@@ -386,11 +403,14 @@ def subjects() -> Iterator[Subject]:
                   **network, known=NIR_KNOWN_EXP_LEAK)
     common = dict(library=LIBRARY.name, requires=REQUIRES)
     batch_major = {"time_dim": 1}
-    yield Subject(id="sinabs.IAF", spec="neuron.sinabs_iaf", build=build_iaf, fixed=batch_major,
+    # sinabs holds spike_threshold as a tensor, a float32 layer's rounded to float32: drawn where float32 holds it
+    # exactly, so that the layer built in float32 and converted by .double() (to_float64) holds the spec's threshold
+    drawn = dict(batch_major, spike_threshold=FLOAT32_THRESHOLDS)
+    yield Subject(id="sinabs.IAF", spec="neuron.sinabs_iaf", build=build_iaf, fixed=drawn,
                   protocol=_persistent(build_iaf), known=_known_neuron(learnable=False), **common)
-    yield Subject(id="sinabs.IAFSqueeze", spec="neuron.sinabs_iaf", build=build_iaf_squeeze, fixed=batch_major,
+    yield Subject(id="sinabs.IAFSqueeze", spec="neuron.sinabs_iaf", build=build_iaf_squeeze, fixed=drawn,
                   protocol=_persistent(build_iaf_squeeze), known=_known_neuron(learnable=False), **common)
-    yield Subject(id="sinabs.LIF", spec="neuron.sinabs_lif", build=build_lif, fixed=batch_major,
+    yield Subject(id="sinabs.LIF", spec="neuron.sinabs_lif", build=build_lif, fixed=drawn,
                   protocol=_persistent(build_lif),
                   param_map={"tau_mem": "layer.tau_mem"},
                   known=_known_neuron(learnable=True), **common)
@@ -406,11 +426,12 @@ def subjects() -> Iterator[Subject]:
         yield Subject(id=f"sinabs.{name}[default]", spec=spec, build=build_default(name), fixed=fixed,
                       protocol=CallProtocol(build_default(name, persist=True)),
                       param_map={"tau_mem": "layer.tau_mem"} if learnable else {},
-                      known=_known_neuron(learnable=learnable) + _SHARED_DEFAULTS, **common)
+                      known=_known_neuron(learnable=learnable) + _SHARED_DEFAULTS,
+                      not_applicable={"half:grad_matches_spec": _HALF_TAU_GRADIENT} if learnable else {}, **common)
     # SingleSpike fires at v_mem >= threshold
     yield Subject(id="sinabs.SingleSpike[SingleExponential]", spec="surrogate.single_exponential",
-                  build=build_single_exponential, fixed={"strict": False}, known=_known_surrogate(),
+                  build=build_single_exponential, fixed={"strict": False}, known=_known_surrogate(converted=False),
                   not_applicable=_SURROGATE_NOT_APPLICABLE, **common)
     yield Subject(id="sinabs.SingleSpike[MultiGaussian]", spec="surrogate.multi_gaussian",
-                  build=build_multi_gaussian, fixed={"strict": False}, known=_known_surrogate(),
+                  build=build_multi_gaussian, fixed={"strict": False}, known=_known_surrogate(converted=True),
                   not_applicable=_SURROGATE_NOT_APPLICABLE, **common)

@@ -273,6 +273,16 @@ _SHARED_SURROGATE = Known(
            "hook on it) changes every such node")
 
 
+#: the half column's gradient cell of the Sigmoid surrogate: its documented formula loses the tail in float16
+_SIGMOID_FLOAT16 = {
+    "half:grad_matches_spec":
+        "spikingjelly documents the Sigmoid surrogate's gradient as alpha * (1 - sigmoid(alpha x)) * sigmoid(alpha x) "
+        f"(the docstring of sigmoid_backward, {_SRC}/surrogate.py), as torch's own sigmoid backward computes it: "
+        "in float16 sigmoid(alpha x) rounds to 1 once alpha x > 8.3, so the gradient is 0 where the spec's is below "
+        "alpha * 2^-11 (3.7e-4 at alpha 3, x 3), one float16 unit of the gradient's peak alpha / 4, which the half "
+        "tolerance, relative to the largest expected value of a one-element example, does not allow"}
+
+
 def subjects() -> Iterator[Subject]:
     # a small network for the exchange columns (NIR): model.snn_network
     network = exchange_network(LIBRARY.name, REQUIRES)
@@ -314,4 +324,5 @@ def subjects() -> Iterator[Subject]:
         # spikingjelly's heaviside fires at x >= 0
         yield Subject(id=f"spikingjelly.surrogate.{class_name}", spec=f"surrogate.{spec_name}",
                       build=_surrogate_builder(class_name), fixed={"strict": False},
+                      not_applicable=_SIGMOID_FLOAT16 if class_name == "Sigmoid" else {},
                       known=_known_surrogate(), **common)

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ..core.types import Example, Known, Library, Subject
-from . import float_linear
+from . import float_linear, load_parameters
 
 LIBRARY = Library("torch", "torch", "2.13.0", gpu=False)
 
@@ -146,6 +146,15 @@ _FAKE_QUANTIZE_KNOWN = (
           reproducer="reproducers/torch/fake_quantize_module_export.py"),
 )
 
+#: a FakeQuantize observes whenever observer_enabled is set: eval() does not stop it
+_OBSERVES_IN_EVAL = Known(
+    "eval", "eval_keeps_state", cause="state-changed-in-eval",
+    link="https://github.com/Lightning-AI/pytorch-lightning/issues/8507",
+    reason="FakeQuantize.forward runs its observer whenever observer_enabled is set, whatever the mode: eval() "
+           "does not stop it (torch.ao.quantization.disable_observer does), so a forward in eval mode moves the "
+           "observer's min_val/max_val and the scale and zero point (of the weight's fake quantizer in a qat layer)",
+    reproducer="reproducers/torch/fake_quantize_observes_in_eval.py")
+
 
 _DYNAMIC_LINEAR = f"{_SOURCE}/torch/ao/nn/quantized/dynamic/modules/linear.py"
 _PACKED = ("the layer's forward calls torch.ops.quantized.linear_dynamic with its packed weight, a TorchScript "
@@ -182,6 +191,71 @@ def build_dynamic_linear(example: Example) -> nn.Module:
     return DynamicLinear.from_float(linear)
 
 
+_QCONFIG = f"{_SOURCE}/torch/ao/quantization/qconfig.py"
+_FUSED_OBSERVER = ("the weight fake quantizer (FusedMovingAvgObsFakeQuantize) writes its observer's running min/max, "
+                   "scale and zero point in place on every forward")
+_FUSED_SKIPPED = ("dynamo's trace rules skip torch.ao.quantization: the weight fake quantizer's "
+                  "FusedMovingAvgObsFakeQuantize.forward is 'marked as skipped', a graph break, so fullgraph=True "
+                  "compilation raises")
+#: torch.ao.nn.qat's layers with the default QAT qconfig: what their weight fake quantizer does to the transforms.
+_QAT_KNOWN = (
+    _OBSERVES_IN_EVAL,
+    Known("load_assign", cause="state-dict-mismatch", link=_FAKE_QUANTIZE,
+          reason="the per-channel observer's min_val/max_val start empty and the fused kernel resizes them (and "
+                 "scale, zero_point) in place on the first forward; after load_state_dict(assign=True) the layer holds "
+                 "torch.load's tensors, whose storage is not resizable: 'Trying to resize storage that is not "
+                 "resizable'",
+          reproducer="reproducers/torch/qat_load_assign_resize.py"),
+    Known("module_contract", "independent_builds", cause="object-shared-between-builds", link=_QCONFIG,
+          reason="get_default_qat_qconfig returns a new QConfig holding torch.ao's module-level partial wrappers "
+                 "(default_fused_per_channel_wt_fake_quant): every layer built from it shares the same mutable "
+                 "qconfig.weight",
+          reproducer="reproducers/torch/qat_qconfig_shared_between_layers.py"),
+    *(Known(transform, "no_state_leak", cause="state-leak", link=_FAKE_QUANTIZE,
+            reason=_FUSED_OBSERVER + ", also inside torch.func's transforms: the layer comes out with its statistics "
+                   "updated (to an eager forward's values)",
+            reproducer="reproducers/torch/qat_observer_updates_under_func.py")
+      for transform in ("vmap", "grad", "per_sample_grad", "jvp")),
+    Known("opacus_*", cause="opacus-failed", link="https://github.com/pytorch/opacus/blob/main/opacus/grad_sample/"
+                                                  "grad_sample_module.py",
+          reason="the layer holds its trainable weight beside its weight fake quantizer's buffers, and Opacus' "
+                 "GradSampleModule refuses a trainable layer with buffers ('Model contains a trainable layer with "
+                 "buffers that Opacus doesn't currently support')",
+          reproducer="reproducers/torch/qat_opacus_trainable_layer_with_buffers.py"),
+    Known("compile_*", "no_graph_breaks", cause="graph-break:Attempted to inline function marked as skipped",
+          link=f"{_SOURCE}/torch/_dynamo/trace_rules.py", reason=_FUSED_SKIPPED,
+          reproducer="reproducers/torch/qat_compile_skipped.py"),
+    Known("compile_*", "preserves_*",
+          cause="graph-break:Dynamo developers have intentionally marked that the function  FusedMovingAvgObs",
+          link=f"{_SOURCE}/torch/_dynamo/trace_rules.py", reason=_FUSED_SKIPPED,
+          reproducer="reproducers/torch/qat_compile_skipped.py"),
+)
+
+
+def _qat_layer(float_layer: nn.Module, qat_class) -> nn.Module:
+    """A float layer made a QAT layer as ``prepare_qat`` makes it: ``qconfig`` set, then ``from_float`` (train mode)."""
+    from torch.ao.quantization import get_default_qat_qconfig
+
+    float_layer.qconfig = get_default_qat_qconfig("x86")
+    return qat_class.from_float(float_layer)
+
+
+def build_qat_linear(example: Example) -> nn.Module:
+    from torch.ao.nn.qat import Linear as QATLinear
+
+    return _qat_layer(float_linear(example), QATLinear)
+
+
+def build_qat_conv2d(example: Example) -> nn.Module:
+    from torch.ao.nn.qat import Conv2d as QATConv2d
+
+    h, weight, bias = example.hyper, example.params["weight"], example.params.get("bias")
+    conv = nn.Conv2d(weight.shape[1] * h["groups"], weight.shape[0], weight.shape[2], stride=h["stride"],
+                     padding=h["padding"], dilation=h["dilation"], groups=h["groups"], bias=bias is not None)
+    load_parameters(conv, {k: v for k, v in example.params.items()})
+    return _qat_layer(conv, QATConv2d)
+
+
 def subjects() -> Iterator[Subject]:
     common = dict(library=LIBRARY.name, dtypes=FLOAT32)
     yield Subject(id="torch.fake_quantize_per_tensor_affine", spec="affine.fake_quantize", build=build_per_tensor,
@@ -193,6 +267,10 @@ def subjects() -> Iterator[Subject]:
                   known=_OPS_KNOWN, **common)
     yield Subject(id="torch.ao.quantization.FakeQuantize", spec="affine.observed_fake_quantize",
                   build=build_fake_quantize, fixed={"quant_min": 0, "quant_max": 255, "symmetric": False},
-                  known=_FAKE_QUANTIZE_KNOWN, **common)
+                  known=(*_FAKE_QUANTIZE_KNOWN, _OBSERVES_IN_EVAL), **common)
     yield Subject(id="torch.ao.nn.quantized.dynamic.Linear", spec="affine.dynamic_linear", build=build_dynamic_linear,
                   devices=frozenset({"cpu"}), known=_DYNAMIC_LINEAR_KNOWN, **common)
+    qat = dict(param_map={"weight": "weight", "bias": "bias"}, known=_QAT_KNOWN,
+               fixed={"quant_min": -128, "quant_max": 127, "symmetric": True})
+    yield Subject(id="torch.ao.nn.qat.Linear", spec="affine.qat_linear", build=build_qat_linear, **qat, **common)
+    yield Subject(id="torch.ao.nn.qat.Conv2d", spec="affine.qat_conv2d", build=build_qat_conv2d, **qat, **common)

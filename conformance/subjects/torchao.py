@@ -109,6 +109,53 @@ _ZERO_ROW_KNOWN = (
 )
 
 
+#: The fake quantizers torchao's QATConfig documents (its docstring's example): int8 per-token asymmetric activations,
+#: int4 weights symmetric per group of 32.
+QAT_GROUP_SIZE = 32
+
+
+_FAKE_QUANTIZER = f"{_SOURCE}/quantization/qat/fake_quantizer.py"
+#: torchao's QAT FakeQuantizedLinear under the functional and TorchScript transforms.
+_NO_SETUP_CONTEXT = ("fake quantization rounds with quant_primitives._Round, an autograd.Function without "
+                     "setup_context (its forward takes ctx): functorch's transforms refuse it (Opacus' per-sample "
+                     "gradients run on them); eager autograd works")
+_QAT_KNOWN = (
+    *(Known(transform, cause="autograd-function-without-setup_context",
+            link=f"{_SOURCE}/quantization/quant_primitives.py", reason=_NO_SETUP_CONTEXT,
+            reproducer=f"{_REPRODUCERS}/qat_round_no_setup_context.py")
+      for transform in ("grad", "per_sample_grad", "jvp", "opacus_*")),
+    Known("vmap", cause="autograd-function-without-setup_context", also=("state-leak",),
+          link=f"{_SOURCE}/quantization/quant_primitives.py",
+          reason=_NO_SETUP_CONTEXT + "; before it raises, the activation fake quantizer has stored the call's scale "
+                 "and zero point on itself (self.scale, self.zero_point: kept from every call), so the module keeps "
+                 "the ended vmap's batched tensors",
+          reproducer=f"{_REPRODUCERS}/qat_round_no_setup_context.py"),
+    Known("jit_script", cause="jit-unsupported", link=_FAKE_QUANTIZER,
+          reason="IntxFakeQuantizer.forward reads self.config.range_learning, and TorchScript types config as the "
+                 "base class FakeQuantizeConfigBase, which has no such attribute: scripting raises",
+          reproducer=f"{_REPRODUCERS}/qat_jit_script_fake_quantizer.py"),
+    Known("jit_trace", cause="jit-unsupported", link=_FAKE_QUANTIZER,
+          reason="the per-token activation fake quantizer calls choose_qparams_affine on every call with a "
+                 "block_size list from the input's shape: torch.jit.trace cannot record it, 'iter->isIntList() "
+                 "INTERNAL ASSERT FAILED'",
+          reproducer=f"{_REPRODUCERS}/qat_jit_trace_per_token.py"),
+)
+
+
+def build_fake_quantized_linear(example: Example) -> nn.Module:
+    """``quantize_(model, QATConfig(activation_config=..., weight_config=..., step="prepare"))`` on a model holding
+    the Linear, which it swaps for a ``FakeQuantizedLinear`` (a bare Linear passed as the model is left as it was)."""
+    from torchao.quantization import quantize_
+    from torchao.quantization.qat import IntxFakeQuantizeConfig, QATConfig
+
+    model = nn.Sequential(float_linear(example))
+    config = QATConfig(activation_config=IntxFakeQuantizeConfig(torch.int8, "per_token", is_symmetric=False),
+                       weight_config=IntxFakeQuantizeConfig(torch.int4, group_size=QAT_GROUP_SIZE, is_symmetric=True),
+                       step="prepare")
+    quantize_(model, config)
+    return model[0]
+
+
 def subjects() -> Iterator[Subject]:
     common = dict(library=LIBRARY.name, requires=REQUIRES, dtypes=FLOAT32, devices=CPU)
     weight_only = dict(spec="affine.symmetric_weight_only_linear", param_map={"bias": "bias"})
@@ -129,3 +176,6 @@ def subjects() -> Iterator[Subject]:
                   build=_quantized("Float8WeightOnlyConfig"), param_map={"bias": "bias"},
                   fixed={"fmt": "e4m3fn", "per_row": True, "in_features": IN_FEATURES},
                   known=_EVERY_CONFIG_KNOWN + _FUNCTORCH_KNOWN + _ZERO_ROW_KNOWN, **common)
+    yield Subject(id="torchao.qat.FakeQuantizedLinear", spec="affine.fake_quantized_linear",
+                  build=build_fake_quantized_linear, param_map={"weight": "weight", "bias": "bias"},
+                  fixed={"group_size": QAT_GROUP_SIZE, "in_features": QAT_GROUP_SIZE}, known=_QAT_KNOWN, **common)

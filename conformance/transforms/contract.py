@@ -24,17 +24,18 @@ from .harness import (
 ORDER = 15
 
 
-def _chain(ctx: Context) -> tuple[tuple[str, object], ...]:
+def _chain(ctx: Context, training: bool) -> tuple[tuple[str, object], ...]:
     """(label, call) of every chaining method a user's code relies on, in an order that ends where it started:
-    on the cell's device, in the cell's dtype (training modes and which parameters are trainable are put back
-    after, as built)."""
+    in the mode the module was built in (``training``: the chain's last mode method sets it, nothing else), on the
+    cell's device, in the cell's dtype (which parameters are trainable is put back after, as built)."""
     device, dtype = ctx.device, ctx.dtype
     name = str(dtype).removeprefix("torch.")
     to_device = ("cuda()", lambda m: m.cuda()) if device.type == "cuda" else ("cpu()", lambda m: m.cpu())
+    to_eval, to_training = ("eval()", lambda m: m.eval()), ("train()", lambda m: m.train())
+    modes = (to_eval, ("train(False)", lambda m: m.train(False)), to_training) if training else \
+        (to_training, ("train(False)", lambda m: m.train(False)), to_eval)
     return (
-        ("eval()", lambda m: m.eval()),
-        ("train(False)", lambda m: m.train(False)),
-        ("train()", lambda m: m.train()),
+        *modes,
         ("requires_grad_(False)", lambda m: m.requires_grad_(False)),
         ("double()", lambda m: m.double()),
         ("float()", lambda m: m.float()),
@@ -118,27 +119,38 @@ def shared_between(module: nn.Module, other: nn.Module) -> list[tuple[str, str]]
     return found
 
 
+def _modes_not_set(label: str, module: nn.Module) -> list[str]:
+    """The submodules a mode method (``label``) left in the other mode."""
+    training = label == "train()"
+    return [f"{label} left {name or '<the module itself>'} ({type(m).__name__}) in "
+            f"{'eval' if training else 'training'} mode"
+            for name, m in module.named_modules() if m.training != training]
+
+
 def module_contract(ctx: Context) -> TransformRun:
-    """eval(), train(), requires_grad_(), double(), float(), to(dtype/device) and cpu()/cuda() return the module
-    itself (user code chains them: ``model = Net().eval().to(device)``), and after a round trip through them it
-    computes what a fresh module computes. Two modules built separately share no part (:func:`shared_between`)."""
+    """eval(), train(), requires_grad_(), double(), float(), to() and cpu()/cuda() return the module itself (users
+    chain them: ``Net().eval().to(device)``), mode methods reach every submodule, and after a round trip ending in
+    its built mode it computes what a fresh module computes.
+
+    Two modules built separately share no part (:func:`shared_between`)."""
     module = build(ctx)
     shared = shared_between(module, build(ctx))
     trainable = [(p, p.requires_grad) for p in module.parameters()]
-    modes = [(m, m.training) for m in module.modules()]
-    returned_other = []
-    for label, call in _chain(ctx):
+    returned_other, modes_not_set = [], []
+    for label, call in _chain(ctx, module.training):
         with stage("module_contract"):
             returned = call(module)
         if returned is not module:
             returned_other.append(f"{label} -> {type(returned).__module__}.{type(returned).__qualname__}")
+        if label in ("eval()", "train(False)", "train()"):
+            modes_not_set += _modes_not_set(label, module)
     for p, flag in trainable:  # as built: a parameter the library keeps frozen stays frozen
         p.requires_grad_(flag)
-    for m, training in modes:  # and each submodule in the mode it was built in (BatchNorm in eval, say)
-        m.training = training
+    # judged in the mode the chain left it in, as a user's module is (no submodule's mode put back by hand)
     result = run_forward_backward(ctx, module, module, name="module_contract")
     result.against = eager(ctx)
     result.findings.returned_other = returned_other
+    result.findings.modes_not_set = modes_not_set
     result.findings.shared_between_builds = shared
     return result
 

@@ -79,45 +79,11 @@ half = _conversion("half", torch.float16, lambda m: m.half(),
 #: the dtype a subject must claim for each column to apply to it
 CLAIMS = {"to_float64": "float64", "half": "bfloat16"}
 
-#: subjects (or whole libraries) whose cells of a column showed findings not yet triaged into known failures with
-#: reproducers (the CPU runs of these columns, 2026-12-07: what each showed): the column does not apply to them until
-#: that is done
-_QACTIVATION = "the input gradient is 0 where the spec's is not (an edge example)"
-_SURROGATE_EDGE = "the gradient differs from the spec's at an edge example"
-NOT_TRIAGED = {
-    "to_float64": {
-        "snntorch": "at float64's tolerance (1e-8 relative) the gradients of Leaky's variants and of "
-                    "spike_rate_escape differ from the spec by float32's precision (up to 7e-8: the spikes are float32, "
-                    "`(input_ > 0).float()`), Lapicque and RSynaptic spike otherwise, the sigmoid surrogate's gradient "
-                    "is NaN and the triangular one's differs at an edge example",
-        "sinabs": "at float64's tolerance (1e-8 relative) the input gradients of IAF, IAFSqueeze and SingleSpike "
-                  "differ from the spec by float32's precision (up to 1.4e-8), and LIF spikes otherwise",
-        "bitorch.QActivation[inputdorefa]": _QACTIVATION,
-        "bitorch.QActivation[sign]": _QACTIVATION,
-        "bitorch.QActivation[swishsign]": _QACTIVATION,
-    },
-    "half": {
-        "bitorch.QActivation[inputdorefa]": _QACTIVATION,
-        "bitorch.QActivation[sign]": _QACTIVATION,
-        "bitorch.QActivation[swishsign]": _QACTIVATION,
-        "sinabs.IAF[default]": "spikes otherwise than the spec",
-        "sinabs.LIF[default]": "spikes otherwise than the spec",
-        "snntorch.RSynaptic[reset_delay=False]": "spikes otherwise than the spec",
-        "snntorch.surrogate.sigmoid": _SURROGATE_EDGE,
-        "snntorch.surrogate.triangular": _SURROGATE_EDGE,
-        "spikingjelly.surrogate.Sigmoid": "the gradient is 0 where the spec's is 3.9e-4",
-    },
-}
-
 
 def _applies(column: str):
     def applies(subject, spec) -> str | None:
         if CLAIMS[column] not in subject.dtypes:
             return f"{subject.id} does not claim {CLAIMS[column]} support, which {column} converts it to"
-        untriaged = NOT_TRIAGED[column].get(subject.id) or NOT_TRIAGED[column].get(subject.library)
-        if untriaged:
-            return (f"{column} is not yet applied to {subject.id}: its runs showed findings not yet triaged into "
-                    f"known failures with reproducers ({untriaged})")
         return None
     return applies
 

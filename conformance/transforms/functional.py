@@ -96,6 +96,13 @@ def _loop(ctx: Context, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
         return torch.cat([module(x.narrow(bd, i, 1)) for i in range(x.shape[bd])], dim=bd).detach()
 
 
+def _whole_batch(ctx: Context, x: torch.Tensor) -> torch.Tensor:
+    """A fresh module's output for the whole batch in one call, to set beside each sample's run alone (the loop)."""
+    module = build(ctx)
+    with stage("forward"), torch.no_grad():
+        return module(x).detach()
+
+
 def vmap(ctx: Context) -> TransformRun:
     """torch.func.vmap over the batch equals a Python loop over samples, and leaves no batched state behind."""
     module = build(ctx)
@@ -104,8 +111,10 @@ def vmap(ctx: Context) -> TransformRun:
     with stage("vmap"):
         y = torch.func.vmap(_per_sample_call(module, bd), in_dims=bd, out_dims=bd)(x)
     left = leaks(module, *before)  # before the reference runs: state held on the class is the reference's too
-    result = TransformRun(y=y.detach(), against=TransformRun(y=_loop(ctx, build(ctx), x)))
+    alone = _loop(ctx, build(ctx), x)
+    result = TransformRun(y=y.detach(), against=TransformRun(y=alone))
     result.findings.leaks = left
+    result.findings.whole_batch = (_whole_batch(ctx, x), alone)
     return result
 
 
@@ -141,7 +150,8 @@ def per_sample_grad(ctx: Context) -> TransformRun:
     x, bd = ctx.input(), ctx.batch_dim
     names = dict(ctx.subject.param_map)
     params = {path: declared_parameter(module, path).detach() for path in names.values()}
-    full_cot = ctx.cotangent(_loop(ctx, build(ctx), x))
+    alone = _loop(ctx, build(ctx), x)
+    full_cot = ctx.cotangent(alone)
 
     def loss(p: dict, xi: torch.Tensor, ci: torch.Tensor) -> torch.Tensor:
         y = torch.func.functional_call(module, p, (xi.unsqueeze(bd),)).squeeze(bd)
@@ -152,6 +162,7 @@ def per_sample_grad(ctx: Context) -> TransformRun:
     grads = {spec_name: per_sample[path].detach() for spec_name, path in names.items()}
     result = TransformRun(grads=grads, against=TransformRun(grads=_loop_param_grads(ctx, x, full_cot)))
     result.findings.leaks = leaks(module, *before)
+    result.findings.whole_batch = (_whole_batch(ctx, x), alone)
     return result
 
 
@@ -213,7 +224,8 @@ def _opacus_transform(mode: str) -> Callable[[Context], TransformRun]:
 
         module = build(ctx)
         x, bd = ctx.input(), ctx.batch_dim
-        full_cot = ctx.cotangent(_loop(ctx, build(ctx), x))
+        alone = _loop(ctx, build(ctx), x)
+        full_cot = ctx.cotangent(alone)
         with stage(name):
             batch_first = _batch_first(build(ctx), x, bd, ctx.time_dim)
             wrapped = GradSampleModule(module, batch_first=batch_first, loss_reduction="sum",
@@ -228,7 +240,9 @@ def _opacus_transform(mode: str) -> Callable[[Context], TransformRun]:
                     raise RuntimeError(f"Opacus computed no grad_sample for parameter {path!r}")
                 grads[spec_name] = sample.detach()
             wrapped._close() if hasattr(wrapped, "_close") else None
-        return TransformRun(grads=grads, against=TransformRun(grads=_loop_param_grads(ctx, x, full_cot)))
+        result = TransformRun(grads=grads, against=TransformRun(grads=_loop_param_grads(ctx, x, full_cot)))
+        result.findings.whole_batch = (y.detach(), alone)  # GradSampleModule's forward is the batched module's
+        return result
 
     transform.__name__ = name
     transform.__doc__ = f"Opacus GradSampleModule ({mode} mode) per-sample gradients equal the loop."
@@ -261,16 +275,18 @@ def jvp(ctx: Context) -> TransformRun:
 
 
 LEAK = ("no_state_leak",)
+#: the per-sample columns also judge that no sample's output depends on the others of its batch
+SAMPLES = ("samples_independent",)
 TRANSFORMS = (
     Transform("functional_call", functional_call, FORWARD_GRAD + LEAK, failure_cause="functional-call-failed",
               protocol=True),
-    Transform("vmap", vmap, ("preserves_forward",) + LEAK, failure_cause="vmap-unsupported"),
+    Transform("vmap", vmap, ("preserves_forward",) + LEAK + SAMPLES, failure_cause="vmap-unsupported"),
     Transform("grad", func_grad, ("preserves_grad",) + LEAK, failure_cause="functional-call-failed", needs_grad=True),
-    Transform("per_sample_grad", per_sample_grad, ("preserves_grad",) + LEAK, failure_cause="per-sample-grad-failed",
-              needs_grad=True, needs_params=True),
-    Transform("opacus_hooks", opacus_hooks, ("preserves_grad",), failure_cause="opacus-failed", needs_params=True,
-              requires=(OPACUS.name,)),
-    Transform("opacus_functorch", opacus_functorch, ("preserves_grad",), failure_cause="opacus-failed",
-              needs_params=True, requires=(OPACUS.name,)),
+    Transform("per_sample_grad", per_sample_grad, ("preserves_grad",) + LEAK + SAMPLES,
+              failure_cause="per-sample-grad-failed", needs_grad=True, needs_params=True),
+    Transform("opacus_hooks", opacus_hooks, ("preserves_grad",) + SAMPLES, failure_cause="opacus-failed",
+              needs_params=True, needs_grad=True, requires=(OPACUS.name,)),
+    Transform("opacus_functorch", opacus_functorch, ("preserves_grad",) + SAMPLES, failure_cause="opacus-failed",
+              needs_params=True, needs_grad=True, requires=(OPACUS.name,)),
     Transform("jvp", jvp, ("preserves_grad",) + LEAK, failure_cause="jvp-unsupported", needs_grad=True),
 )

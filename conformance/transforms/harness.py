@@ -182,6 +182,12 @@ class Findings:
     continuation: Any = None
     #: an exchange format's view of the module (transforms.nir.NirFindings: the graph and what it declares)
     nir: Any = None
+    #: what a forward in eval mode changed of the module's parameters and buffers (transforms/modes.py)
+    changed_in_eval: list[str] | None = None
+    #: submodules a mode method left in the other mode: "eval() left inner (Sign) in training mode"
+    modes_not_set: list[str] | None = None
+    #: (the module's output for the whole batch, each sample's output run alone): the per-sample columns
+    whole_batch: tuple[torch.Tensor, torch.Tensor] | None = None
 
 
 @dataclass

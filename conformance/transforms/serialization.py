@@ -9,6 +9,7 @@ the spec on the same example).
 
 from __future__ import annotations
 
+import contextlib
 import io
 from typing import Callable
 
@@ -50,10 +51,12 @@ def displaced_target(ctx: Context, source: nn.Module) -> nn.Module:
     with torch.no_grad():
         for t in target.state_dict(keep_vars=True).values():
             if type(t) in (torch.Tensor, nn.Parameter) and t.is_floating_point() and _memory(t) not in shared:
-                try:
-                    t.mul_(DISPLACEMENT)
-                except NotImplementedError:  # float8 codes (quanto's qfloat8 weight) have no arithmetic on the CPU
-                    t.copy_(t.to(torch.float32) * DISPLACEMENT)
+                # a tensor made under inference_mode (hqq's scales and zeros) is updated in place only there
+                with torch.inference_mode() if t.is_inference() else contextlib.nullcontext():
+                    try:
+                        t.mul_(DISPLACEMENT)
+                    except NotImplementedError:  # float8 codes (quanto's qfloat8 weight) have no CPU arithmetic
+                        t.copy_(t.to(torch.float32) * DISPLACEMENT)
     return target
 
 

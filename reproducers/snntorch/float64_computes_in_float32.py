@@ -37,7 +37,7 @@ for cot in (cotangent, cotangent.float().double()):  # the second differs from t
 assert grads[0].abs().max() > 0, "no gradient reached the input"
 if torch.equal(grads[0], grads[1]):
     problems.append("the input gradient is the same for cotangents that differ past float32's precision")
-for name in ("atan", "fast_sigmoid", "heaviside", "straight_through_estimator", "spike_rate_escape"):
+for name in ("atan", "fast_sigmoid", "heaviside", "sigmoid", "straight_through_estimator", "spike_rate_escape"):
     spike_fn = getattr(surrogate, name)()
     x = torch.rand(8, dtype=torch.float64) - 0.5
     grads = []

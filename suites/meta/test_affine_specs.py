@@ -389,3 +389,166 @@ def test_per_token_activation_quantizes_in_float32(row):
                                         per_token=True)
     sx = max(f32(max(abs(v) for v in row) / 127.5), float(torch.finfo(torch.float32).eps))
     assert y[0].tolist() == [f32(code(v, sx, 0, -128, 127) * sx) for v in row]
+
+
+# ------------------------------------------------------------------------------------- quantization-aware training
+
+def test_moving_average_minmax_takes_the_first_call_then_averages_in_float32():
+    lo, hi = affine.moving_average_minmax(torch.tensor([-1.0, 2.0]), torch.tensor([3.0, 4.0]))
+    assert (lo.tolist(), hi.tolist()) == ([-1.0, 2.0], [3.0, 4.0])
+    lo, hi = affine.moving_average_minmax(torch.tensor([-3.0, 2.0]), torch.tensor([5.0, 0.5]), lo, hi,
+                                          averaging_constant=0.01)
+    c = f32(0.01)
+    assert lo.tolist() == [f32(-1.0 + f32(c * f32(-3.0 + 1.0))), 2.0]
+    assert hi.tolist() == [f32(3.0 + f32(c * 2.0)), f32(4.0 + f32(c * -3.5))]
+    fresh = affine.moving_average_minmax(torch.tensor([1.0]), torch.tensor([2.0]), torch.tensor([math.inf]),
+                                         torch.tensor([-math.inf]))
+    assert [t.item() for t in fresh] == [1.0, 2.0]  # the fused kernel's fresh observer holds +-inf
+
+
+@pytest.mark.parametrize("row,scale,zero_point", [
+    ([127 / 64, -0.5], 2 ** -6, 0),            # both signs, the maximum decides: max / 127
+    ([-2.0, 0.5], 2 ** -6, 0),                 # both signs, the minimum decides: |min| / 128
+    ([255 / 64, 1.0], 2 ** -6, -128),          # one sign: asymmetric, range from 0, zero point at quant_min
+    ([-255 / 64, -1.0], 2 ** -6, 127),
+    ([0.0, 0.0], 0.1, 127),                    # scale 0 -> 0.1; the error of quant_max's end is the smaller
+    ([1e-9, -2e-9], f32(6.1e-5), 0),           # below 6.1e-5 -> 6.1e-5
+    ([1.0, -1.0], f32((1.0 + f32(128 * f32(1.0 / 127))) / 255), 0),  # not 1 / 127.5 (the observer's own rule)
+])
+def test_fused_observer_qparams_closed_forms(row, scale, zero_point):
+    t = torch.tensor(row)
+    got_scale, got_zero = affine.fused_observer_qparams(t.min().reshape(1), t.max().reshape(1), quant_min=-128,
+                                                        quant_max=127, symmetric=True)
+    assert (got_scale.item(), got_zero.item()) == (f32(scale), zero_point)
+
+
+def _fused_kernel(x: torch.Tensor, running_min: torch.Tensor, running_max: torch.Tensor, *, per_channel: bool,
+                  symmetric: bool, qmin: int, qmax: int):
+    """torch's own fused observer + fake quantizer, updating ``running_min``/``running_max`` in place."""
+    scale = torch.ones(x.shape[0] if per_channel else 1)
+    zero_point = torch.zeros(x.shape[0] if per_channel else 1, dtype=torch.int32)
+    on = torch.tensor([1], dtype=torch.long)
+    y = torch.fused_moving_avg_obs_fake_quant(x, on, on, running_min, running_max, scale, zero_point, 0.01, qmin, qmax,
+                                              0, per_channel, symmetric)
+    return y, scale, zero_point
+
+
+@pytest.mark.parametrize("per_channel,symmetric,qmin,qmax", [(True, True, -128, 127), (False, False, 0, 255),
+                                                             (False, True, -128, 127), (True, False, 0, 127)])
+def test_fused_observer_qparams_and_update_equal_torchs_fused_kernel(per_channel, symmetric, qmin, qmax):
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(20):
+        x = torch.randn(3, 5, generator=generator) * 10 ** torch.randint(-9, 4, (1,), generator=generator).item()
+        x = x.abs() * torch.sign(torch.randn(3, 1, generator=generator)) if torch.rand(1, generator=generator) < 0.3 \
+            else x
+        running_min, running_max = torch.tensor([]), torch.tensor([])  # empty: a fresh observer
+        if not per_channel:
+            running_min, running_max = torch.tensor([math.inf]), torch.tensor([-math.inf])
+        mine_min = mine_max = None
+        for step in range(2):
+            x_step = x * (1.0 + 0.5 * step)
+            _, scale, zero_point = _fused_kernel(x_step, running_min, running_max, per_channel=per_channel,
+                                                 symmetric=symmetric, qmin=qmin, qmax=qmax)
+            rows = x_step.reshape(x.shape[0], -1) if per_channel else x_step.reshape(1, -1)
+            mine_min, mine_max = affine.moving_average_minmax(rows.amin(dim=1), rows.amax(dim=1), mine_min, mine_max)
+            assert torch.equal(mine_min, running_min) and torch.equal(mine_max, running_max)
+            mine = affine.fused_observer_qparams(mine_min, mine_max, quant_min=qmin, quant_max=qmax,
+                                                 symmetric=symmetric)
+            assert torch.equal(mine[0], scale) and torch.equal(mine[1], zero_point)
+
+
+def test_qat_weight_ste_is_zero_outside_the_running_range():
+    """After a step that grows the weight, the moving average lags behind: the grown extremes fall outside the clamp
+    range, are clamped and get no gradient."""
+    w = torch.tensor([[1.0, -0.7, 0.25, 0.5]], requires_grad=True)
+    y = affine.qat_weight(w * 2, running_min=torch.tensor([-0.5]), running_max=torch.tensor([1.0]))
+    (grad,) = torch.autograd.grad(y.sum(), w)
+    scale = f32(max(f32(abs(f32(-0.5 + f32(f32(0.01) * -0.5))) / 128), f32(f32(1.0 + f32(f32(0.01) * 1.0)) / 127)))
+    assert y[0, 0].item() == pytest.approx(127 * scale, rel=1e-6)
+    assert grad.tolist() == [[0.0, 0.0, 2.0, 2.0]]  # 2.0 and -1.4 lie past 127 and -128 steps; 0.5 and 1.0 inside
+
+
+def test_qat_linear_and_conv2d_equal_torchs_qat_layers_forward_and_gradient():
+    from torch.ao.nn.qat import Conv2d as QATConv2d, Linear as QATLinear
+    from torch.ao.quantization import get_default_qat_qconfig
+
+    generator = torch.Generator().manual_seed(4)
+    for float_layer, qat_class, spec in ((torch.nn.Linear(5, 3), QATLinear, affine.qat_linear),
+                                         (torch.nn.Conv2d(2, 3, 2, padding=1), QATConv2d, affine.qat_conv2d)):
+        with torch.no_grad():
+            float_layer.weight[0].abs_()  # a channel of one sign
+        float_layer.qconfig = get_default_qat_qconfig("x86")
+        layer = qat_class.from_float(float_layer)
+        x = torch.randn((2, 5) if spec is affine.qat_linear else (2, 2, 3, 3), generator=generator)
+        xs, ws = x.clone().requires_grad_(), layer.weight.detach().clone().requires_grad_()
+        options = {} if spec is affine.qat_linear else {"padding": 1}
+        expected = layer(x.requires_grad_())
+        got = spec(xs, ws, layer.bias.detach(), **options)
+        assert torch.equal(got, expected)
+        expected.sum().backward()
+        got.sum().backward()
+        assert torch.equal(xs.grad, x.grad) and torch.equal(ws.grad, layer.weight.grad)
+
+
+def test_qat_linear_observer_keeps_running_in_eval_mode():
+    """eval() does not freeze the fused observer: a changed weight moves its statistics (torch.ao's documented way to
+    freeze it is disable_observer)."""
+    from torch.ao.nn.qat import Linear as QATLinear
+    from torch.ao.quantization import disable_observer, get_default_qat_qconfig
+
+    linear = torch.nn.Linear(2, 1)
+    linear.qconfig = get_default_qat_qconfig("x86")
+    layer = QATLinear.from_float(linear)
+    layer(torch.ones(1, 2))
+    observer = layer.weight_fake_quant.activation_post_process
+    before = observer.max_val.clone()
+    with torch.no_grad():
+        layer.weight.mul_(2.0)
+    layer.eval()(torch.ones(1, 2))
+    assert not torch.equal(observer.max_val, before)
+    layer.apply(disable_observer)
+    frozen = observer.max_val.clone()
+    layer(torch.ones(1, 2))
+    assert torch.equal(observer.max_val, frozen)
+
+
+def test_fake_quantize_rows_per_token_asymmetric_and_per_group_symmetric():
+    """A token from -100 to 155: scale 1, zero point -28, its .5 ties to even; a weight group of largest magnitude 7.5:
+    int4 scale 1, 7.5 rounds to 8 and is clamped to 7 (no gradient), -7.5 to -8."""
+    x = torch.tensor([[-100.0, 155.0, 0.5, 1.5, -2.5, 2.5]], requires_grad=True)
+    y = affine.fake_quantize_rows(x, quant_min=-128, quant_max=127, symmetric=False, group_size=None)
+    assert y.tolist() == [[-100.0, 155.0, 0.0, 2.0, -2.0, 2.0]]
+    w = torch.tensor([[7.5, -7.5, 0.5, 1.5, 3.75, 1.0, -0.75, 0.25]], requires_grad=True)
+    yw = affine.fake_quantize_rows(w, quant_min=-8, quant_max=7, symmetric=True, group_size=4)
+    assert yw.tolist() == [[7.0, -8.0, 0.0, 2.0, 3.5, 1.0, -1.0, 0.0]]  # second group: scale 0.5
+    (grad,) = torch.autograd.grad(yw.sum(), w)
+    assert grad.tolist() == [[0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0]]
+
+
+def test_fake_quantized_linear_equals_torchaos_fake_quantized_linear():
+    pytest.importorskip("torchao")
+    from torchao.quantization import quantize_
+    from torchao.quantization.qat import IntxFakeQuantizeConfig, QATConfig
+
+    generator = torch.Generator().manual_seed(5)
+    for k, n, m in [(32, 2, 1), (64, 3, 2)]:
+        model = torch.nn.Sequential(torch.nn.Linear(k, n))
+        quantize_(model, QATConfig(activation_config=IntxFakeQuantizeConfig(torch.int8, "per_token",
+                                                                            is_symmetric=False),
+                                   weight_config=IntxFakeQuantizeConfig(torch.int4, group_size=32, is_symmetric=True),
+                                   step="prepare"))
+        x = torch.randn(m, k, generator=generator) * 3
+        expected = model(x)
+        got = affine.fake_quantized_linear(x, model[0].weight, model[0].bias, group_size=32)
+        assert torch.equal(got, expected)
+
+
+def test_qat_weights_and_rows_are_quantized_in_float32():
+    """A float64 value just past a tie is the tie in float32, where torch's and torchao's layers quantize it: the
+    spec gives the float32 answer (half to even) for either dtype."""
+    w = torch.tensor([[127 / 64, -0.5, 20.5 / 64 + 1e-12, 0.0]], dtype=torch.float64)
+    assert affine.qat_weight(w)[0, 2].item() == 20 / 64
+    assert torch.equal(affine.qat_weight(w), affine.qat_weight(w.float()).double())
+    rows = torch.tensor([[7.5, -7.5, 0.5 + 1e-12, 2.5 - 1e-12]], dtype=torch.float64)
+    got = affine.fake_quantize_rows(rows, quant_min=-8, quant_max=7, symmetric=True, group_size=4)
+    assert got.tolist() == [[7.0, -8.0, 0.0, 2.0]]

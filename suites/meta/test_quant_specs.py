@@ -105,7 +105,7 @@ def test_swish_sign_gradient_is_the_derivative_of_the_bnn_plus_swish(x, beta, ze
 # ----------------------------------------------------------------------------------------------- weights
 
 @FAST
-@given(w=S.tensors(S.shapes(min_dims=2, max_dims=3), away_from=(0.0,)), zero_value=st.sampled_from([-1.0, 1.0]),
+@given(w=S.tensors(S.shapes(min_dims=1, max_dims=3), away_from=(0.0,)), zero_value=st.sampled_from([-1.0, 1.0]),
        scaling=st.sampled_from(["none", "tensor", "channel"]), scale_gradient=st.booleans())
 def test_binarize_weight_xnor_scale_and_gradient(w, zero_value, scaling, scale_gradient):
     w[0].view(-1)[0] = 0.0
