@@ -32,6 +32,13 @@ from qsnn_reference.quant import _attach
 INTEGER_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int4": (-8, 7), "uint4": (0, 15)}
 
 
+def _divided(a: torch.Tensor, b: float) -> torch.Tensor:
+    """``a / b`` rounded once, as the CPU computes it, on every device: CUDA divides a tensor by a Python number as
+    ``a * (1 / b)`` (two roundings: an ulp off for some ``a``, which moves a quantization code), so ``b`` is made a
+    tensor on ``a``'s device, which CUDA divides exactly."""
+    return a / torch.as_tensor(b, dtype=a.dtype, device=a.device)
+
+
 def integer_range(dtype: str) -> tuple[int, int]:
     """``(quant_min, quant_max)`` of a code type: ``integer_range("int4") == (-8, 7)``."""
     _validate.one_of("dtype", dtype, tuple(INTEGER_RANGES))
@@ -274,10 +281,10 @@ def choose_qparams(x: torch.Tensor, *, quant_min: int, quant_max: int, symmetric
         lo, hi = xd.amin(dim=rest), xd.amax(dim=rest)
     lo, hi = torch.clamp(lo, max=0.0), torch.clamp(hi, min=0.0)
     if symmetric:
-        scale = torch.clamp(torch.maximum(-lo, hi) / ((quant_max - quant_min) / 2), min=eps)
+        scale = torch.clamp(_divided(torch.maximum(-lo, hi), (quant_max - quant_min) / 2), min=eps)
         zero = 0 if quant_min < 0 else (quant_min + quant_max + 1) // 2
         return scale, torch.full_like(scale, float(zero))
-    scale = torch.clamp((hi - lo) / (quant_max - quant_min), min=eps)
+    scale = torch.clamp(_divided(hi - lo, quant_max - quant_min), min=eps)
     return scale, torch.clamp(quant_min - torch.round(lo / scale), quant_min, quant_max)
 
 
@@ -416,9 +423,9 @@ def minmax_weight_qparams(weight: torch.Tensor, *, bits: int, symmetric: bool,
         raise ValueError("symmetric weights are quantized per output channel: group_size must be None")
     rows = _weight_rows(weight.detach().to(torch.float32), group_size)
     if symmetric:
-        return rows.abs().amax(dim=1, keepdim=True) / (2 ** (bits - 1) - 1), None
+        return _divided(rows.abs().amax(dim=1, keepdim=True), 2 ** (bits - 1) - 1), None
     low, high = rows.amin(dim=1, keepdim=True), rows.amax(dim=1, keepdim=True)
-    return (high - low) / (2 ** bits - 1), -low
+    return _divided(high - low, 2 ** bits - 1), -low
 
 
 def minmax_fake_quantize_weight(weight: torch.Tensor, *, bits: int, symmetric: bool,
@@ -518,11 +525,11 @@ def fused_observer_qparams(min_val: torch.Tensor, max_val: torch.Tensor, *, quan
     mixed = (lo < 0) & (hi > 0) if symmetric else torch.zeros_like(lo, dtype=torch.bool)
     if symmetric:
         half = (quant_max - quant_min) // 2
-        largest = torch.maximum((lo / -(half + 1)).abs(), (hi / half).abs()).to(torch.float64)  # float32 divisions
+        largest = torch.maximum(_divided(lo, -(half + 1)).abs(), _divided(hi, half).abs()).to(torch.float64)  # float32
         lo = torch.where(mixed, (largest * -(half + 1)).to(torch.float32), lo)
         hi = torch.where(mixed, (largest * half).to(torch.float32), hi)
     lo, hi = torch.clamp(lo, max=0.0), torch.clamp(hi, min=0.0)
-    scale = (hi.to(torch.float64) - lo.to(torch.float64)) / (quant_max - quant_min)
+    scale = _divided(hi.to(torch.float64) - lo.to(torch.float64), quant_max - quant_min)
     s32 = scale.to(torch.float32)
     scale = torch.where((s32 == 0) | torch.isinf(1.0 / s32), torch.full_like(scale, FALLBACK_SCALE), scale)
     threshold = float(torch.tensor(SMALL_SCALE_THRESHOLD, dtype=torch.float32))

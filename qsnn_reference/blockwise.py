@@ -136,7 +136,7 @@ def quantize_4bit(weight: torch.Tensor, *, quant_type: str, blocksize: int = 64)
     the lower value. A block of zeros has absmax 0 and codes for 0; FP4's 0 and -0 are one value: code 0.
     """
     _validate.integer("blocksize", blocksize, min_value=1)
-    code = code_book(quant_type)
+    code = code_book(quant_type).to(weight.device)
     absmax, scaled = _blocks(weight.detach().reshape(-1).to(torch.float32), blocksize)
     sorted_code, order = torch.sort(code, stable=True)
     return order[_nearest_sorted(scaled, sorted_code)].reshape(weight.shape), absmax
@@ -144,7 +144,7 @@ def quantize_4bit(weight: torch.Tensor, *, quant_type: str, blocksize: int = 64)
 
 def dequantize_4bit(codes: torch.Tensor, absmax: torch.Tensor, *, quant_type: str, blocksize: int = 64) -> torch.Tensor:
     """``code[q] * absmax`` of each element's block, float32 (one rounding), ``codes``' shape."""
-    values = code_book(quant_type)[codes.reshape(-1)]
+    values = code_book(quant_type).to(codes.device)[codes.reshape(-1)]
     scales = _per_element(absmax.to(torch.float32), values.numel(), blocksize)
     return _times(values, scales).reshape(codes.shape)
 
@@ -164,14 +164,14 @@ def quantize_8bit_blockwise(values: torch.Tensor, *, blocksize: int = 256) -> tu
     scaled = torch.clamp(_times(padded, inverse.unsqueeze(1)), -1.0, 1.0)
     bins = _plus(_times(_times(_plus(scaled, 1.0), 0.5), float(LOOKUP_BINS - 1)), 0.5).to(torch.int64)
     centres = _plus(-1.0, _over(2.0 * torch.arange(LOOKUP_BINS, dtype=torch.float64), float(LOOKUP_BINS - 1)))
-    codes = _nearest_sorted(centres, dynamic_code())[bins]
+    codes = _nearest_sorted(centres, dynamic_code()).to(bins.device)[bins]
     codes = torch.where((absmax == 0).unsqueeze(1), torch.zeros_like(codes), codes)
     return codes.reshape(-1)[:n].reshape(values.shape), absmax
 
 
 def dequantize_8bit_blockwise(codes: torch.Tensor, absmax: torch.Tensor, *, blocksize: int = 256) -> torch.Tensor:
     """``dynamic_code()[q] * absmax`` of each element's block, float32."""
-    values = dynamic_code()[codes.reshape(-1)]
+    values = dynamic_code().to(codes.device)[codes.reshape(-1)]
     return _times(values, _per_element(absmax, values.numel(), blocksize)).reshape(codes.shape)
 
 

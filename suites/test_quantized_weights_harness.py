@@ -104,3 +104,31 @@ def test_functional_call_lends_a_weight_without_arithmetic_as_it_is():
     for check in ("preserves_forward", "preserves_grad", "no_state_leak"):
         result = run_cell(Cell(subject.id, "functional_call", check, "cpu", "float32"))
         assert result.outcome == "pass", (check, result.message[:500])
+
+
+def test_autocast_judges_the_eager_output_as_its_own_dtype_holds_it():
+    """Under autocast to float16 an output past 65504 is float16's infinity (IEEE rounding): the eager float32 value
+    there is judged as float16 holds it, as the spec checks judge theirs; a finite wrong value still fails."""
+    from types import SimpleNamespace
+
+    import pytest
+    import torch
+
+    from conformance.checks.harness import Truth
+    from conformance.checks.preserve import check_preserves_forward
+    from conformance.core.causes import CheckFailed
+    from conformance.transforms import TransformRun
+
+    ctx = SimpleNamespace(dtype=torch.float32, spec=SimpleNamespace(output_dtype=None, time_dim=None),
+                          example=SimpleNamespace(hyper={}), batch_dim=0, persistent=False)
+    eager = TransformRun(y=torch.tensor([[-4.5e6, 3.0]]))
+    overflowed = TransformRun(y=torch.tensor([[-float("inf"), 3.0]]))
+    overflowed.against = eager
+    truth = Truth(y=eager.y, grads=None, margin=None)
+    assert check_preserves_forward(ctx, overflowed, truth, "autocast_fp16") == 0
+    wrong = TransformRun(y=torch.tensor([[-4.5e6, 3.5]]))
+    wrong.against = eager
+    with pytest.raises(CheckFailed, match="autocast_fp16 output vs eager"):
+        check_preserves_forward(ctx, wrong, truth, "autocast_fp16")
+    with pytest.raises(CheckFailed):  # in float32 (no compute dtype of its own) the infinity is a finding
+        check_preserves_forward(ctx, overflowed, truth, "eager")

@@ -72,9 +72,15 @@ _QUANTIZED_KNOWN = (
                    "forward(ctx, ...) and no setup_context, which torch.func transforms require",
             reproducer=f"{_REPRODUCERS}/functorch_without_setup_context.py") for transform in _FUNCTORCH),
     Known("compile_*", "no_graph_breaks", cause="graph-break:Failed to convert args kwargs to proxy",
-          link=f"{SOURCE}/tensor/weights/qbytes.py",
+          link=f"{SOURCE}/tensor/weights/qbytes.py", torch="2.1[2-9]*",
           reason="the weight quantizer, an autograd.Function, takes the qtype object as an argument, which dynamo "
                  "cannot put into a graph: a graph break, so fullgraph=True compilation raises",
+          reproducer=f"{_REPRODUCERS}/compile_qtype_argument.py"),
+    Known("compile_*", "no_graph_breaks", cause="graph-break:Missing  as_proxy()  implementation for some arg kwarg.",
+          link=f"{SOURCE}/tensor/weights/qbytes.py", torch="2.11*",
+          reason="the weight quantizer, an autograd.Function, takes the qtype object as an argument, which dynamo "
+                 "cannot put into a graph (torch 2.11's account names it 'Missing as_proxy() implementation'): a "
+                 "graph break, so fullgraph=True compilation raises",
           reproducer=f"{_REPRODUCERS}/compile_qtype_argument.py"),
     Known("compile_*", "preserves_*", cause="graph-break:Missing  as_proxy()  implementation for some arg kwarg.",
           link=f"{SOURCE}/tensor/weights/qbytes.py",

@@ -170,6 +170,11 @@ def _known_node(*, learnable: bool) -> tuple[Known, ...]:
               reproducer="reproducers/spikingjelly/node_cuda_jvp_zero_tangent.py", **_CUDA_211),
         Known("jvp", device="cpu", cause="autograd-function-without-setup_context", reason=_NO_SETUP_CONTEXT,
               link=_OPS, reproducer="reproducers/spikingjelly/node_jvp_old_style_function.py"),
+        Known("jvp", "no_state_leak", cause="state-leak", link=f"{_SRC}/base.py",
+              reason="on CUDA, where jvp runs through the nodes' CUDA kernels, the node stores the membrane it "
+                     "computed inside torch.func.jvp: node._memories['v'] is a functorch-wrapped tensor after jvp "
+                     "returns",
+              reproducer="reproducers/spikingjelly/node_cuda_jvp_leaves_wrapped_v.py", **_CUDA_211),
         Known("deepcopy_used", cause="deepcopy-non-leaf", link=f"{_SRC}/base.py",
               reason="forward+backward leaves the membrane v of the last step (a non-leaf tensor) in "
                      "MemoryModule._memories; copy.deepcopy refuses non-leaf tensors",

@@ -200,8 +200,8 @@ _FUSED_SKIPPED = ("dynamo's trace rules skip torch.ao.quantization: the weight f
 #: torch.ao.nn.qat's layers with the default QAT qconfig: what their weight fake quantizer does to the transforms.
 _QAT_KNOWN = (
     _OBSERVES_IN_EVAL,
-    Known("load_assign", cause="state-dict-mismatch", link=_FAKE_QUANTIZE,
-          reason="the per-channel observer's min_val/max_val start empty and the fused kernel resizes them (and "
+    Known("load_assign", cause="state-dict-mismatch", link=_FAKE_QUANTIZE, device="cpu",
+          reason="the per-channel observer's min_val/max_val start empty and the CPU's fused kernel resizes them (and "
                  "scale, zero_point) in place on the first forward; after load_state_dict(assign=True) the layer holds "
                  "torch.load's tensors, whose storage is not resizable: 'Trying to resize storage that is not "
                  "resizable'",
