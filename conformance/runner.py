@@ -204,6 +204,7 @@ def run_cell(cell: Cell, *, profile: str | None = None, timeout_s: float | None 
     reason = skip_reason(cell)
     if reason:
         return CellResult("skip", message=reason, duration_s=time.perf_counter() - started)
+    len(subject.param_map)  # a spec subject draws its parameter names on first use: here, not inside the cell's draws
     spec = registry.specs()[subject.spec]
     transform = registry.transforms()[cell.transform]
     options = PROFILES[profile or profile_name()]

@@ -164,10 +164,16 @@ def truncated(doc: dict, rounds: int) -> dict:
     return {**side(doc), "against": {**doc["against"], "session": side(doc["against"]["session"])}}
 
 
+#: ``analyse --planned N``: judge every run as a gate planned for N rounds a side would have (its first N rounds)
+PLANNED: int | None = None
+
+
 def verdict_of(doc: dict):
     """The gate's own verdict on a recorded A/B document, with the looks it would have taken: the verdict at the
     first look (``ab.MIN_ROUNDS`` rounds a side, then after every pair) that is decided, else at the last."""
     planned = ab.planned_rounds(doc)
+    if PLANNED is not None and PLANNED < planned:
+        doc, planned = truncated(doc, PLANNED), PLANNED
     for rounds in range(min(ab.MIN_ROUNDS, planned), planned):
         verdict = ab.judge(truncated(doc, rounds), alpha=gate.ALPHA, detect=gate.DETECT, power=gate.POWER,
                            planned=planned)
@@ -177,6 +183,8 @@ def verdict_of(doc: dict):
 
 
 def analyse(args: argparse.Namespace) -> int:
+    global PLANNED
+    PLANNED = args.planned
     runs = load_runs(args)
     unchanged = [r for r in runs if not r["slowed"]]
     slowed = [r for r in runs if r["slowed"]]
@@ -186,7 +194,9 @@ def analyse(args: argparse.Namespace) -> int:
         verdict = verdict_of(run["doc"])
         status = 1 if verdict.failed else 3 if not verdict.gated else 0
         changes = [abs(math.log(r.new / r.old)) for r in verdict.rows if r.old and r.new]
-        distance = distances(run["doc"], verdict)
+        recorded = ab.planned_rounds(run["doc"])
+        distance = distances(truncated(run["doc"], verdict.planned) if verdict.planned < recorded else run["doc"],
+                             verdict)
         for case_id, value in distance.items():
             per_case.setdefault(case_id, []).append(value)
         closest = min(distance, key=distance.get)
@@ -198,7 +208,7 @@ def analyse(args: argparse.Namespace) -> int:
                                "smallest_p": min((r.p for r in verdict.rows if r.p is not None), default=None),
                                "closest": [closest, round(math.expm1(distance[closest]), 4)],
                                "duration_s": run["duration_s"], "status": status, "rounds": verdict.rounds,
-                               "planned": verdict.planned})
+                               "planned": verdict.planned, "recorded_rounds": recorded})
     by_condition: dict[str, list[dict]] = {}
     for row in report["runs"]:
         by_condition.setdefault(row["load"], []).append(row)
@@ -209,7 +219,7 @@ def analyse(args: argparse.Namespace) -> int:
             "rounds": [min(r["rounds"] for r in rows), statistics.mean(r["rounds"] for r in rows),
                        max(r["rounds"] for r in rows)],
             # the rounds are nearly all of a run's time: the recorded run's time scaled to the rounds a side it needed
-            "estimated_s": statistics.median(r["duration_s"] * r["rounds"] / r["planned"] for r in rows),
+            "estimated_s": statistics.median(r["duration_s"] * r["rounds"] / r["recorded_rounds"] for r in rows),
             "runs": len(rows), "failed": failed, "upper95": round(clopper_pearson(failed, len(rows))[1], 4),
             "mean_load": [min(r["mean_load"] for r in rows), max(r["mean_load"] for r in rows)],
             "gated": [min(r["gated"] for r in rows), max(r["gated"] for r in rows)],
@@ -313,6 +323,8 @@ def main() -> int:
         p.add_argument("--trials", type=int, default=100)
         p.add_argument("--exhaustive", type=int, default=10, help="unchanged runs used for every subject x slowed run")
         p.add_argument("--seed", type=int, default=1)
+        p.add_argument("--planned", type=int, help="judge each run as a gate planned for this many rounds a side "
+                                                   "(its first rounds; default: what it was planned for)")
     args = parser.parse_args()
     if args.command in ("analyse", "export") and not (args.dir or args.archive):
         parser.error("give --dir or --archive")

@@ -356,7 +356,8 @@ def test_two_workers_survive_a_crash_and_a_hang_in_c_and_finish(tmp_path):
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "pytest", str(test_file), "-p", "conformance.plugin", "-n", "2",
                            "-p", "no:cacheprovider", "-q", "--results-dir", str(results),
-                           "-k", "float32 and (forward_matches_spec or preserves_forward)"],
+                           # one cell of the hanging subject: a second would only wait out another hard limit
+                           "-k", "float32 and (forward_matches_spec or preserves_forward) and not (hang and deepcopy)"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     records = {r["cell"]: r for r in iter_records([results])}
     outcomes = {cell.split("|")[0] + "|" + cell.split("|")[1] + "|" + cell.split("|")[2]: r["outcome"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 from typing import Any, Callable, Iterator, Mapping
 
 import torch
@@ -111,22 +112,47 @@ def spec_subject(spec, *, prefix: str = "reference") -> Subject:
     def build(example: Example) -> nn.Module:
         return SpecModule(spec.fn, example.params, example.hyper)
 
-    params = _param_names(spec, fixed)
     return Subject(
         id=f"{prefix}.{spec.id}",
         spec=spec.id,
         build=build,
         fixed=fixed,
-        param_map={name: name for name in params},
+        param_map=SpecParams(spec, fixed),
         library="reference",
         not_applicable={**SPEC_NOT_APPLICABLE, **SPEC_NOT_APPLICABLE_ONE.get(spec.id, {})},
         known=SPEC_KNOWN.get(spec.id, ()),
     )
 
 
-def _param_names(spec, fixed) -> tuple[str, ...]:
-    """The parameter names a spec's examples carry (drawn once, from the simplest example)."""
-    return tuple(_first_example(spec, fixed).params)
+class SpecParams(collections.abc.Mapping):
+    """A spec subject's ``param_map``: each parameter name of the spec's examples to itself, known once an example is
+    drawn (the simplest one), on first use. Drawing every spec's example took 0.7 s of every process that loads the
+    registry (each benchmark round, each pytest process the system tests start), most of which never asks."""
+
+    def __init__(self, spec, fixed):
+        self._spec, self._fixed, self._names = spec, fixed, None
+
+    def _drawn(self) -> tuple[str, ...]:
+        if self._names is None:
+            self._names = tuple(_first_example(self._spec, self._fixed).params)
+        return self._names
+
+    def __getitem__(self, name: str) -> str:
+        if name not in self._drawn():
+            raise KeyError(name)
+        return name
+
+    def __iter__(self):
+        return iter(self._drawn())
+
+    def __len__(self) -> int:
+        return len(self._drawn())
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __reduce__(self):  # a copy (pickle, deepcopy) is the plain mapping
+        return dict, (dict(self),)
 
 
 def _first_example(spec, fixed) -> Example:
