@@ -46,14 +46,13 @@ def clock(device: str) -> Callable[[], float]:
     return time.perf_counter if device == "cuda" else time.process_time
 
 
-def calibrate(step: Callable[[], None], sample_s: float, device: str = "cpu", tries: int = 1) -> int:
+def calibrate(step: Callable[[], None], sample_s: float, device: str = "cpu") -> int:
     """How many calls of ``step`` take about ``sample_s`` of the device's clock (at least one), from the fastest of
-    ``tries`` calls. One call (after the build's warm-up) is enough: the loops only set how long a sample is, and a
-    call slowed by chance makes the samples shorter, not the ratio different (three calls were 3.5 s of a 22 s
-    round: docs/speed.md)."""
+    three calls (the rule the gate's experiment measured; a gate run calibrating from one call spread its rounds
+    wider, docs/benchmarks.md)."""
     now = clock(device)
     best = float("inf")
-    for _ in range(tries):
+    for _ in range(3):
         started = now()
         step()
         _sync(device)
