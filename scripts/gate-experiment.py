@@ -164,16 +164,20 @@ def truncated(doc: dict, rounds: int) -> dict:
     return {**side(doc), "against": {**doc["against"], "session": side(doc["against"]["session"])}}
 
 
-#: ``analyse --planned N``: judge every run as a gate planned for N rounds a side would have (its first N rounds)
-PLANNED: int | None = None
+def as_planned(doc: dict, rounds: int) -> dict:
+    """A run as a gate planned for ``rounds`` rounds a side would have measured it: its first rounds, and that plan
+    in its sessions (``analyse --planned``)."""
+    def planned(d: dict) -> dict:
+        return {**d, "sessions": {sid: {**meta, "rounds_planned": rounds} for sid, meta in d["sessions"].items()}}
+
+    cut = truncated(doc, rounds)
+    return {**planned(cut), "against": {**cut["against"], "session": planned(cut["against"]["session"])}}
 
 
 def verdict_of(doc: dict):
     """The gate's own verdict on a recorded A/B document, with the looks it would have taken: the verdict at the
     first look (``ab.MIN_ROUNDS`` rounds a side, then after every pair) that is decided, else at the last."""
     planned = ab.planned_rounds(doc)
-    if PLANNED is not None and PLANNED < planned:
-        doc, planned = truncated(doc, PLANNED), PLANNED
     for rounds in range(min(ab.MIN_ROUNDS, planned), planned):
         verdict = ab.judge(truncated(doc, rounds), alpha=gate.ALPHA, detect=gate.DETECT, power=gate.POWER,
                            planned=planned)
@@ -183,9 +187,11 @@ def verdict_of(doc: dict):
 
 
 def analyse(args: argparse.Namespace) -> int:
-    global PLANNED
-    PLANNED = args.planned
     runs = load_runs(args)
+    for run in runs:
+        run["recorded_rounds"] = ab.planned_rounds(run["doc"])
+        if args.planned is not None and args.planned < run["recorded_rounds"]:
+            run["doc"] = as_planned(run["doc"], args.planned)
     unchanged = [r for r in runs if not r["slowed"]]
     slowed = [r for r in runs if r["slowed"]]
     report: dict = {"runs": [], "conditions": {}, "detection": {}}
@@ -194,9 +200,7 @@ def analyse(args: argparse.Namespace) -> int:
         verdict = verdict_of(run["doc"])
         status = 1 if verdict.failed else 3 if not verdict.gated else 0
         changes = [abs(math.log(r.new / r.old)) for r in verdict.rows if r.old and r.new]
-        recorded = ab.planned_rounds(run["doc"])
-        distance = distances(truncated(run["doc"], verdict.planned) if verdict.planned < recorded else run["doc"],
-                             verdict)
+        distance = distances(run["doc"], verdict)
         for case_id, value in distance.items():
             per_case.setdefault(case_id, []).append(value)
         closest = min(distance, key=distance.get)
@@ -208,7 +212,7 @@ def analyse(args: argparse.Namespace) -> int:
                                "smallest_p": min((r.p for r in verdict.rows if r.p is not None), default=None),
                                "closest": [closest, round(math.expm1(distance[closest]), 4)],
                                "duration_s": run["duration_s"], "status": status, "rounds": verdict.rounds,
-                               "planned": verdict.planned, "recorded_rounds": recorded})
+                               "planned": verdict.planned, "recorded_rounds": run["recorded_rounds"]})
     by_condition: dict[str, list[dict]] = {}
     for row in report["runs"]:
         by_condition.setdefault(row["load"], []).append(row)
